@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
@@ -608,3 +610,24 @@ def test_call_step_result_name_defaults_to_the_tool() -> None:
     step = config.procedures["p"].steps[0]
     assert isinstance(step, CallStep)
     assert step.call.result_name == "get_order"
+
+
+# --- the documentation ---------------------------------------------------------------------
+
+
+def test_the_complete_example_in_the_reference_validates() -> None:
+    """docs/config-reference.md's example repository must stay a valid configuration."""
+    doc = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
+    example = doc.read_text().split("## Complete example", 1)[1]
+    blocks = re.findall(r"^`([\w/.]+\.yaml)`\n```yaml\n(.*?)^```", example, re.M | re.S)
+    files = dict(blocks)
+    assert set(files) == {
+        "agent.yaml",
+        "tags.yaml",
+        "tools/lookup_order.yaml",
+        "tools/cancel_plus.yaml",
+        "procedures/order_status.yaml",
+        "procedures/cancel_subscription.yaml",
+    }
+    config = valid(files)
+    assert set(config.procedures) == {"order_status", "cancel_subscription"}
