@@ -169,6 +169,16 @@ def test_wrong_top_level_types() -> None:
     assert any(error.startswith("tags.yaml: must be a YAML list") for error in found)
 
 
+def test_yaml_values_must_be_json_and_dates_stay_text() -> None:
+    config = valid(repo(procedures__p=procedure("- say: 2024-05-01\n")))
+    assert config.procedures["p"].steps[0].say == "2024-05-01"  # type: ignore[union-attr]
+    found = errors(repo(**{"agent.yaml": "name: !!binary aGVsbG8=\nllm: {temperature: .nan}\n"}))
+    assert found == [
+        "agent.yaml: name: unsupported YAML value (only text, numbers, booleans, null, lists "
+        "and mappings)"
+    ]
+
+
 def test_non_utf8_file() -> None:
     config, found = load_config({"agent.yaml": b"name: \xff\xfe\n"})
     assert config is None

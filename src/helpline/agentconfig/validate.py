@@ -7,6 +7,7 @@ Every problem becomes a ``ConfigError(file, field, message)``; ``field`` is a pa
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -109,6 +110,34 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# Dates stay text: every value must survive a JSON round trip (snapshots, tool inputs).
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _non_json_value(data: Any, path: str = "") -> str | None:
+    """The path of the first value JSON cannot represent (binary, sets, NaN...), if any."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found = _non_json_value(value, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(data, list):
+        for index, value in enumerate(data):
+            found = _non_json_value(value, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if isinstance(data, float) and not math.isfinite(data):
+        return path or "(top level)"
+    if data is None or isinstance(data, str | int | float | bool):
+        return None
+    return path or "(top level)"
+
+
 def parse_yaml(
     path: str, content: bytes | str, *, expect_list: bool
 ) -> tuple[Any, ConfigError | None]:
@@ -126,6 +155,13 @@ def parse_yaml(
         data = yaml.load(content, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         return None, ConfigError(path, "", _yaml_message(exc))
+    bad = _non_json_value(data)
+    if bad is not None:
+        return None, ConfigError(
+            path,
+            bad,
+            "unsupported YAML value (only text, numbers, booleans, null, lists and mappings)",
+        )
     if expect_list:
         if data is None:
             return [], None
