@@ -99,6 +99,7 @@ def worker_command(
                 await task
         finally:
             await jobs.close_async()
+            await runtime.aclose()
             await engine.dispose()
 
     with database(settings) as resolved:

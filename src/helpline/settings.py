@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(default=4, ge=1, le=64)
     db_pool_size: int = Field(default=10, ge=1, le=200)
     idempotency_ttl_hours: int = Field(default=24, ge=1)
+    conversation_idle_minutes: int = Field(
+        default=30, ge=1, description="Close a conversation after this long without activity."
+    )
     log_level: str = "INFO"
     log_json: bool = False
 

@@ -26,10 +26,16 @@ API_DESCRIPTION = (
 
 def _include_routers(app: FastAPI) -> None:
     from helpline.api import health
+    from helpline.conversations import routes as conversation_routes
+    from helpline.demo import api as demo_api
+    from helpline.knowledge import routes as knowledge_routes
     from helpline.teams import routes as team_routes
 
     app.include_router(health.router)
     app.include_router(team_routes.router)
+    app.include_router(knowledge_routes.router)
+    app.include_router(conversation_routes.router)
+    app.include_router(demo_api.router)
 
 
 def create_app(settings: Settings, *, run_jobs: bool | None = None) -> FastAPI:
@@ -59,6 +65,7 @@ def create_app(settings: Settings, *, run_jobs: bool | None = None) -> FastAPI:
                 with contextlib.suppress(asyncio.CancelledError):
                     await worker
             await jobs.close_async()
+            await runtime.aclose()
             await engine.dispose()
 
     app = FastAPI(

@@ -16,6 +16,11 @@ class JSONBody(Response):
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
 
+    @staticmethod
+    def jsonable(content: Any) -> Any:
+        """Plain JSON types (datetimes as ISO strings), e.g. to store in a JSONB column."""
+        return orjson.loads(orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS))
+
 
 def replay_headers(replayed: bool) -> dict[str, str] | None:
     """``Idempotent-Replayed: true`` on a replayed response."""

@@ -12,6 +12,8 @@ from helpline.settings import Settings
 if TYPE_CHECKING:
     from procrastinate import App
 
+    from helpline.agent.service import AgentServices
+
 
 @dataclass
 class Runtime:
@@ -22,3 +24,19 @@ class Runtime:
     sessions: async_sessionmaker[AsyncSession]
     jobs: App
     extras: dict[str, Any] = field(default_factory=dict)
+    _agent: AgentServices | None = None
+
+    @property
+    def agent(self) -> AgentServices:
+        """The agent's HTTP client and caches, created on first use."""
+        if self._agent is None:
+            from helpline.agent.service import AgentServices
+
+            self._agent = AgentServices.create()
+        return self._agent
+
+    async def aclose(self) -> None:
+        """Release what the runtime opened (the database engine is disposed by its owner)."""
+        if self._agent is not None:
+            await self._agent.aclose()
+            self._agent = None

@@ -49,7 +49,7 @@ def job(
     return register
 
 # Modules that declare tasks on the blueprint; imported when the App is created.
-TASK_MODULES = ["helpline.jobs.tasks"]
+TASK_MODULES = ["helpline.jobs.tasks", "helpline.conversations.jobs"]
 
 
 def create_job_app(database_url: str, *, pool_size: int = 4) -> procrastinate.App:
@@ -90,3 +90,12 @@ async def run_worker(runtime: Runtime, *, concurrency: int, wait: bool = True,
         delete_jobs="successful",
         **options,
     )
+
+
+async def defer_quietly(app: procrastinate.App, task_name: str, **kwargs: Any) -> None:
+    """Defer a job whose work is also picked up by a periodic sweep: a failure only delays it."""
+    try:
+        await app.tasks[task_name].defer_async(**kwargs)
+    except Exception:
+        log.warning("could not defer job; the periodic sweep will pick the work up",
+                    extra={"action": "defer_failed", "task": task_name}, exc_info=True)
