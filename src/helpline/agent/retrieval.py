@@ -24,10 +24,12 @@ _TITLE_BONUS = 0.4
 _ARTICLE_BONUS = 0.3
 _REPEAT_BONUS = 0.3
 DEFAULT_MIN_SCORE = 0.5
-# Matched idf weight below which a hit is too vague to trust even at full coverage: a question
-# made only of words most articles use ("my order?") has no particular answer.
-_MIN_EVIDENCE = 1.5
+# Matched idf weight, as a share of the weight of a word only one passage uses, below which a
+# hit is too vague to trust even at full coverage: a question made only of words most articles
+# use ("my order?") has no particular answer.
+_MIN_EVIDENCE = 0.37
 DEFAULT_MIN_TRIGGER_SCORE = 0.6
+_SHORT_QUESTION_TERMS = 5
 _LONG_PASSAGE_WORDS = 120
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
 
@@ -99,6 +101,9 @@ class _Query:
             term: [(term, conf)] + [(other, conf * weight) for other, weight in related(term)]
             for term, conf in best.items()
         }
+        # In a short question a word no text uses is probably its subject ("gym membership");
+        # in a long message such words are mostly narrative ("honestly", "sound quality").
+        unknown *= min(1.0, _SHORT_QUESTION_TERMS / max(1, len(best)))
         self.weights = {term: idf.get(term, unknown) for term in best}
         self.total = sum(self.weights.values())
 
@@ -144,6 +149,7 @@ class KnowledgeIndex:
         # A question word no article uses weighs like the rarest known word: it is probably
         # what the question is about, and an answer that ignores it is probably off-topic.
         self._unknown_idf = _idf(1, n)
+        self._min_evidence = _MIN_EVIDENCE * self._unknown_idf
 
     @classmethod
     def build(
@@ -177,7 +183,7 @@ class KnowledgeIndex:
         body: dict[str, dict[int, float]] = {}
         title: dict[str, dict[int, float]] = {}
         whole: dict[str, dict[int, float]] = {}
-        touched: set[int] = set()
+        terms_in: dict[int, list[str]] = defaultdict(list)  # article -> question terms it has
         for term, alternatives in q.alternatives.items():
             body[term], title[term], whole[term] = {}, {}, {}
             for alt, weight in alternatives:
@@ -192,13 +198,15 @@ class KnowledgeIndex:
                     length = self._article_length[index]
                     credit = weight * self._tf_credit(tf, length, self._avg_article_length)
                     whole[term][index] = max(whole[term].get(index, 0.0), credit)
-            touched.update(title[term], whole[term])
+            for index in title[term].keys() | whole[term].keys():
+                terms_in[index].append(term)
         results: list[tuple[tuple[float, float, int], Hit]] = []
-        for index in touched:
+        for index, terms in terms_in.items():
             best: tuple[tuple[float, float, int], float] | None = None
             for passage_id in self._by_article[index]:
                 matched = rank = 0.0
-                for term, weight in q.weights.items():
+                for term in terms:
+                    weight = q.weights[term]
                     in_title = title[term].get(index, 0.0)
                     credit = max(body[term].get(passage_id, 0.0), in_title)
                     capped = min(1.0, credit)
@@ -214,7 +222,7 @@ class KnowledgeIndex:
                 key, matched = best
                 # Confidence: the share of the question's weight this passage answers, reduced
                 # when what it answers is only vague.
-                score = key[1] * min(1.0, matched / _MIN_EVIDENCE)
+                score = key[1] * min(1.0, matched / self._min_evidence)
                 article = self._articles[index]
                 passage = self._passages[-key[2]].text
                 results.append((key, Hit(article.slug, article.title, passage, round(score, 4))))

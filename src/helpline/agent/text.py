@@ -29,6 +29,7 @@ STOPWORDS: frozenset[str] = frozenset(
     really shall still sure thanks thank thx u ur want wanna wasnt way wont would wouldnt yes yet
     hi hello hey dear guys team help assist kindly possible somehow something tell know let
     instead right one today tomorrow yesterday ago soon policy make made take nothing
+    two three four five six seven eight nine ten twenty hundred
     """.split()
 )
 
@@ -38,8 +39,8 @@ STOPWORDS: frozenset[str] = frozenset(
 GENERIC_WORDS: frozenset[str] = frozenset(
     """
     say says said saying show shows showed showing go going goes went gone thing things nothing
-    anything everything somewhere anywhere everywhere online internet website site page time
-    times day days week weeks hour hours minute minutes ever never always available different
+    anything everything somewhere anywhere everywhere online internet website site page live
+    living day days week weeks hour hours minute minutes ever never always available different
     sometimes often usually later early last try tried trying use used using work works worked
     think thought seem seems look looks looking looked find found see saw seen give gave given
     put keep kept mean means meant happen happened happens wait waiting waited fine good great
@@ -56,6 +57,7 @@ GENERIC_WORDS: frozenset[str] = frozenset(
 _CONCEPTS = """
 refund: reimburse, reimbursement, repay, repayment, money back, moneyback, chargeback
 return: send back, sent back, ship back, give back, take back, send it back
+return: send them back, send this back, send these back, ship it back, take it back
 cancel: cancellation, unsubscribe, terminate, discontinue, opt out, call off
 cancel: dont want, do not want, no longer want, change my mind, changed my mind
 subscription: subscribe, membership, member, sub!, subs!, recurring
@@ -68,9 +70,10 @@ ship: deliver, delivery, dispatch, shipping
 carrier: courier, ups!, fedex, usps, dhl, postal service, royal mail
 arrive: arrival, get here, come, show up, turn up, reach me, appear
 accept: you take, do you take, support paying, pay with, pay by
+payment: pay, paid, paying
 problem: issue, trouble, difficulty
 package: parcel, shipment, packet
-track: tracking, trace, whereabouts, locate, where is my
+track: tracking, trace, whereabouts, locate
 order: purchase, bought, buy, ordered
 invoice: receipt, proof of purchase, invoicing
 decline: reject, refuse, deny, bounce, fail, failure, go through, went through, not accepted
@@ -93,7 +96,7 @@ usa: the us, united states, u s, america
 promo: promo code, promotion, promotional, coupon, discount, discount code, voucher code, offer code
 giftcard: gift card, gift certificate, gift voucher, egift, e gift
 price: cost, how much, pricing, priced
-when: how long, how soon, how many days, when will, eta, estimated, estimate, expected delivery
+when: how long, how soon, how many days, when will, eta, estimated, estimate, time, times
 email: e mail, inbox, mailbox
 phone: mobile, cellphone, cell phone, smartphone, cell
 code: pin
@@ -116,51 +119,44 @@ uk: united kingdom, britain, great britain, england, scotland, wales
 # Softer, one-way relations used to expand a question: "term: other weight, ...". The other
 # term earns only part of the credit, so an exact match still ranks first.
 _RELATED = """
-stop: cancel 0.8, pause 0.5
+stop quit: cancel 0.8, pause 0.5
 end: cancel 0.7
-quit: cancel 0.8
 close: delete 0.8, cancel 0.5
 leave: cancel 0.5, delete 0.5
 send: ship 0.7, return 0.4
 arrive: ship 0.6, when 0.5
 follow: track 0.8
 box: package 0.7
+package: ship 0.5
+repair: warranty 0.5
 plan: subscription 0.7
 subscription: plan 0.6
 premium: subscription 0.6, plan 0.5
 bill: invoice 0.6, payment 0.5
 invoice: bill 0.6
-payment: bill 0.5
+payment: bill 0.5, charge 0.5, price 0.4
+charge: payment 0.6, bill 0.6
+money: payment 0.5, refund 0.5
 card: payment 0.5
-authenticator: twofactor 0.8
-verification: twofactor 0.7
+authenticator verification: twofactor 0.8
 security: twofactor 0.5
 lost: missing 0.6
 missing: lost 0.6
 copy: export 0.7, download 0.6
 download: export 0.8
 export: download 0.8
-gdpr: privacy 0.8, data 0.6
-ccpa: privacy 0.8, data 0.6
+gdpr ccpa: privacy 0.8, data 0.6
 privacy: data 0.6
 malfunction: fault 0.8, problem 0.6, damage 0.5, decline 0.6
 fault: malfunction 0.7, damage 0.5
-damage: fault 0.5
-defect: fault 0.8
-problem: fault 0.5
+damage problem: fault 0.5
 cheap: price 0.6
-upgrade: change 0.6, plan 0.5
-downgrade: change 0.6, plan 0.5
-money: payment 0.5, refund 0.5
-charge: payment 0.6, bill 0.6
+upgrade downgrade: change 0.6, plan 0.5
 device: item 0.5
 item: device 0.4
 country: international 0.6
-office: address 0.6
-home: address 0.6
-apartment: address 0.6
-building: address 0.5
-move: address 0.5
+office home apartment: address 0.6
+building move: address 0.5
 expense: business 0.6, invoice 0.5
 """
 
@@ -200,9 +196,10 @@ def words(text: str) -> list[str]:
     return _WORD_RE.findall(normalize(text))
 
 
-def _build_tables() -> tuple[
-    dict[str, str], dict[str, str], dict[tuple[str, ...], str], dict[str, list[tuple[str, float]]]
-]:
+_Related = dict[str, list[tuple[str, float]]]
+
+
+def _build_tables() -> tuple[dict[str, str], dict[str, str], dict[tuple[str, ...], str], _Related]:
     exact: dict[str, str] = {}
     stems: dict[str, str] = {}
     phrases: dict[tuple[str, ...], str] = {}
@@ -224,7 +221,7 @@ def _build_tables() -> tuple[
     def canon(word: str) -> str:
         return exact.get(word) or stems.get(stem(word)) or stem(word)
 
-    related: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    related: _Related = defaultdict(list)
     rules = [line.partition(":")[::2] for line in _RELATED.strip().splitlines()]
     rules += [
         (_DEVICES, "device 0.5, item 0.4"),
@@ -262,22 +259,16 @@ def related(term: str) -> list[tuple[str, float]]:
     return _RELATED_TERMS.get(term, [])
 
 
-_KEY_ROWS = ("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm")
+_KEYS = {
+    ch: (row, col)
+    for row, keys in enumerate(("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm"))
+    for col, ch in enumerate(keys)
+}
 
 
-def _neighbours() -> dict[str, str]:
-    position = {ch: (r, c) for r, row in enumerate(_KEY_ROWS) for c, ch in enumerate(row)}
-    return {
-        ch: "".join(
-            o
-            for o, (r2, c2) in position.items()
-            if o != ch and abs(r - r2) <= 1 and abs(c - c2) <= 1
-        )
-        for ch, (r, c) in position.items()
-    }
-
-
-_NEIGHBOURS = _neighbours()
+def _adjacent_keys(a: str, b: str) -> bool:
+    (row_a, col_a), (row_b, col_b) = _KEYS.get(a, (-9, -9)), _KEYS.get(b, (9, 9))
+    return abs(row_a - row_b) <= 1 and abs(col_a - col_b) <= 1
 
 
 def _osa_distance(a: str, b: str, limit: int) -> int:
@@ -294,7 +285,7 @@ def _osa_distance(a: str, b: str, limit: int) -> int:
             else:
                 # A slip onto a neighbouring key is a typo; any other substitution more often
                 # turns one real word into another ("stock" is not "stack"), so it costs double.
-                cost = 1 if b[j - 1] in _NEIGHBOURS.get(a[i - 1], "") else 2
+                cost = 1 if _adjacent_keys(a[i - 1], b[j - 1]) else 2
             cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
                 cur[j] = min(cur[j], prev2[j - 2] + 1)
@@ -355,6 +346,7 @@ class Speller:
         return best
 
 
+_MAX_CORRECTIONS = 30
 # The words of the tables and the stopwords are always candidates for a correction.
 _BASE_SPELLER = Speller(Counter({w: 0 for w in _TABLE_WORDS | _DROPPED if len(w) >= 2}))
 
@@ -376,8 +368,11 @@ class Analyzer:
     def analyze(self, text: str, *, correct: bool = False) -> list[tuple[str, float]]:
         """Return (term, confidence) pairs; corrected words carry a confidence below 1."""
         tokens: list[tuple[str, float]] = []
+        # Bounded so that a pasted wall of text cannot make one question slow.
+        budget = _MAX_CORRECTIONS if correct else 0
         for word in words(text):
-            if correct and len(word) >= 3 and not self._is_known(word):
+            if budget and len(word) >= 3 and not self._is_known(word):
+                budget -= 1
                 fixed = self._speller.correct(word)
                 if fixed is not None:
                     tokens.append((fixed, 0.85))
@@ -386,11 +381,28 @@ class Analyzer:
         return _to_terms(tokens)
 
 
+# Things whose whereabouts a customer asks about: "where is my ..." means "track my ...".
+_TRACKED = frozenset(term_of(w) for w in ("order", "package", "item", "delivery"))
+
+
+def _asks_where(tokens: list[tuple[str, float]], i: int) -> bool:
+    """Whether tokens[i] starts a "where is my parcel" question, in any word order."""
+    if tokens[i][0] not in ("where", "wheres"):
+        return False
+    # After a verb ("change where it goes") "where" names a place instead of asking for one.
+    if i > 0 and tokens[i - 1][0] not in _DROPPED:
+        return False
+    following = [w for w, _ in tokens[i + 1 : i + 5] if w not in STOPWORDS]
+    return bool(following) and term_of(following[0]) in _TRACKED
+
+
 def _to_terms(tokens: list[tuple[str, float]]) -> list[tuple[str, float]]:
     stems = [stem(w) for w, _ in tokens]
     terms: list[tuple[str, float]] = []
     i = 0
     while i < len(tokens):
+        if _asks_where(tokens, i):
+            terms.append((term_of("track"), 1.0))
         longest = min(_MAX_PHRASE, len(tokens) - i) if stems[i] in _PHRASE_STARTS else 1
         for size in range(longest, 1, -1):
             concept = _PHRASES.get(tuple(stems[i : i + size]))
