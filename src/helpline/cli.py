@@ -1,4 +1,4 @@
-"""The ``helpline`` command line: serve, worker, db, teams, keys, demo."""
+"""The ``helpline`` command line: serve, worker, db, teams, keys, agent, demo."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 import json
 import signal
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -18,9 +19,11 @@ app = typer.Typer(help="helpline: a self-hostable AI customer-support agent serv
 db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
 teams_app = typer.Typer(help="Manage teams (customer companies).", no_args_is_help=True)
 keys_app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
+agent_app = typer.Typer(help="Manage a team's agent repository.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(teams_app, name="teams")
 app.add_typer(keys_app, name="keys")
+app.add_typer(agent_app, name="agent")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -134,7 +137,7 @@ def _run(settings: Settings, work: Any) -> Any:
         return asyncio.run(main(resolved.require_database_url()))
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=1)
 
@@ -200,6 +203,57 @@ def keys_revoke(
         _print(_run(_settings(), work), as_json)
     except HelplineError as exc:
         _fail(exc.message)
+
+
+@agent_app.command("push")
+def agent_push(
+    directory: Annotated[Path, typer.Argument(help="Folder holding agent.yaml, procedures/...")],
+    team: Annotated[str, typer.Option(help="Team slug.")],
+    branch: Annotated[str, typer.Option(help="Branch to commit to.")] = "main",
+    message: Annotated[str, typer.Option("--message", "-m", help="Commit message.")] = (
+        "Update the agent configuration"
+    ),
+    as_json: JsonFlag = False,
+) -> None:
+    """Commit a folder as the branch's whole tree, then print the SHA and the validation."""
+    from helpline.agentconfig import service as repo
+    from helpline.agentconfig.schema import load_config
+    from helpline.errors import HelplineError, InvalidRequest
+    from helpline.teams import service
+
+    try:
+        files = repo.read_directory(directory)
+    except (OSError, ValueError) as exc:
+        _fail(str(exc))
+
+    async def work(session: Any) -> dict[str, Any]:
+        found = await service.get_team_by_slug(session=session, slug=team)
+        try:
+            sha = await repo.create_commit(session=session, team_id=found.id, branch=branch,
+                                           message=message, files=files, replace_all=True)
+            changed = True
+        except InvalidRequest as exc:
+            if exc.code != "no_changes":
+                raise
+            sha, changed = exc.details["commit_sha"], False
+        return {"commit_sha": sha, "branch": branch, "changed": changed}
+
+    try:
+        result = _run(_settings(), work)
+    except HelplineError as exc:
+        _fail(exc.message)
+    _, errors = load_config(files)
+    result["valid"] = not errors
+    result["errors"] = [{"file": e.file, "field": e.field, "message": e.message} for e in errors]
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    state = "committed" if result["changed"] else "unchanged (nothing to commit)"
+    typer.echo(f"{result['branch']}: {result['commit_sha']} {state}")
+    typer.echo("configuration: valid" if not errors else
+               f"configuration: INVALID ({len(errors)} problem(s); it cannot be published)")
+    for error in errors:
+        typer.echo(f"  {error}")
 
 
 @app.command()

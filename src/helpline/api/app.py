@@ -25,16 +25,24 @@ API_DESCRIPTION = (
 
 
 def _include_routers(app: FastAPI) -> None:
+    from helpline.agentconfig import githttp
+    from helpline.agentconfig import routes as agentconfig_routes
     from helpline.api import health
+    from helpline.chat import routes as chat_routes
     from helpline.conversations import routes as conversation_routes
     from helpline.demo import api as demo_api
     from helpline.knowledge import routes as knowledge_routes
     from helpline.teams import routes as team_routes
+    from helpline.versions import routes as version_routes
 
     app.include_router(health.router)
     app.include_router(team_routes.router)
+    app.include_router(agentconfig_routes.router)
+    app.include_router(githttp.router)
     app.include_router(knowledge_routes.router)
     app.include_router(conversation_routes.router)
+    app.include_router(version_routes.router)
+    app.include_router(chat_routes.router)
     app.include_router(demo_api.router)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql.schema import Table
+from sqlalchemy.sql.expression import FromClause
 
 from helpline.errors import InvalidRequest, NotFound
 
@@ -46,7 +46,7 @@ async def paginate(
     session: AsyncSession,
     query: Select[Any],
     *,
-    table: Table,
+    table: FromClause,
     team_id: str,
     page: PageRequest,
     not_found_message: str = "the before/after id is not a known item",

@@ -1,0 +1,527 @@
+"""Git objects and refs of each team's agent repository, stored in PostgreSQL.
+
+Two layers:
+
+* **Async SQL functions** (``load_objects``, ``store_objects``, ``swap_ref``, ``is_ancestor``,
+  ``history``...) used directly by the JSON authoring service and by the git protocol code.
+  Every statement filters on ``team_id``. Ref updates are compare-and-swap statements
+  (``UPDATE ... WHERE sha = :old``, ``INSERT ... ON CONFLICT DO NOTHING``,
+  ``DELETE ... WHERE sha = :old``): under READ COMMITTED a second writer blocks on the row
+  until the first commits, then re-checks the condition and matches nothing, so of two
+  concurrent updates of one branch exactly one wins and the other is told so. Never a lost
+  update, and no lock is held outside the writing transaction.
+
+* **A dulwich object store for the smart-HTTP protocol** (``LazyObjectStore``). dulwich is
+  synchronous, our database access is async. Per request, the protocol handler runs in a worker
+  thread (pack compression and delta resolution stay off the event loop) over dulwich's
+  in-memory store, which fills itself on demand: a miss calls back into the event loop
+  (``LoopBridge``) to run a batched SELECT on the request's session and waits for it. Reads
+  ahead keep round trips low: a commit brings up to ``HISTORY_READ_AHEAD`` ancestors in one
+  recursive query, a tree its sub-trees, and the pack writer asks for all blobs in batches.
+  Objects received in a push stay in memory (``received``) until the request persists them
+  and moves the refs in one transaction (see ``gitserver``). Nothing is written to local
+  disk, so any node can serve any repository.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+
+from dulwich.object_store import MemoryObjectStore
+from dulwich.objects import Commit, ObjectID, RawObjectID, ShaFile, Tree
+from sqlalchemy import delete, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from helpline.agentconfig.models import GitCommit, GitObject, GitRef
+
+ZERO_SHA = "0" * 40
+BRANCH_PREFIX = "refs/heads/"
+TAG_PREFIX = "refs/tags/"
+DEFAULT_BRANCH = "main"
+CHUNK = 500  # objects per SELECT/INSERT batch
+HISTORY_READ_AHEAD = 256  # ancestors fetched with a commit the protocol asks for
+
+T = TypeVar("T")
+
+# Commits reachable from :start through parents (UNION drops repeats, so merges are visited
+# once). PostgreSQL evaluates a recursive query only as far as the outer query reads it, so a
+# LIMIT or EXISTS stops the walk early.
+_ANCESTORS = text("""
+WITH RECURSIVE walk(sha) AS (
+    SELECT CAST(:start AS VARCHAR)
+    UNION
+    SELECT p.sha
+    FROM walk
+    JOIN git_commits c ON c.team_id = :team AND c.sha = walk.sha
+    CROSS JOIN LATERAL unnest(c.parents) AS p(sha)
+)
+SELECT o.sha, o.type, o.data
+FROM (SELECT sha FROM walk LIMIT :limit) w
+JOIN git_objects o ON o.team_id = :team AND o.sha = w.sha
+""")
+# Parents have a smaller generation than their children: below the target's generation the
+# target cannot be found any more, so the walk stops there.
+_IS_ANCESTOR = text("""
+WITH RECURSIVE walk(sha) AS (
+    SELECT CAST(:start AS VARCHAR)
+    UNION
+    SELECT p.sha
+    FROM walk
+    JOIN git_commits c ON c.team_id = :team AND c.sha = walk.sha
+    CROSS JOIN LATERAL unnest(c.parents) AS p(sha)
+    WHERE c.generation > :generation
+)
+SELECT EXISTS (SELECT 1 FROM walk WHERE sha = :target)
+""")
+_HISTORY = text("""
+WITH RECURSIVE walk(sha) AS (
+    SELECT CAST(:start AS VARCHAR)
+    UNION
+    SELECT p.sha
+    FROM walk
+    JOIN git_commits c ON c.team_id = :team AND c.sha = walk.sha
+    CROSS JOIN LATERAL unnest(c.parents) AS p(sha)
+)
+SELECT c.sha, c.generation, c.committed_at, o.data
+FROM walk
+JOIN git_commits c ON c.team_id = :team AND c.sha = walk.sha
+JOIN git_objects o ON o.team_id = :team AND o.sha = walk.sha
+WHERE CAST(:after AS VARCHAR) IS NULL
+   OR (c.generation, c.committed_at, c.sha) < (:generation, :committed_at, :after)
+ORDER BY c.generation DESC, c.committed_at DESC, c.sha DESC
+LIMIT :limit
+""")
+
+
+def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def hex_id(sha: str) -> ObjectID:
+    """A hex SHA as dulwich's object id type."""
+    return ObjectID(sha.encode("ascii"))
+
+
+# --- async SQL layer -------------------------------------------------------------------------
+
+
+async def load_objects(
+    *, session: AsyncSession, team_id: str, shas: Iterable[str]
+) -> dict[str, tuple[int, bytes]]:
+    """The objects among ``shas`` that exist: sha -> (type number, raw body)."""
+    wanted = sorted(set(shas))
+    found: dict[str, tuple[int, bytes]] = {}
+    for chunk in _chunks(wanted):
+        rows = await session.execute(
+            select(GitObject.sha, GitObject.type, GitObject.data).where(
+                GitObject.team_id == team_id, GitObject.sha.in_(chunk)
+            )
+        )
+        for sha, type_num, data in rows:
+            found[sha] = (type_num, bytes(data))
+    return found
+
+
+async def load_ancestors(
+    *, session: AsyncSession, team_id: str, sha: str, limit: int = HISTORY_READ_AHEAD
+) -> dict[str, tuple[int, bytes]]:
+    """Object ``sha`` if stored and, for a commit, up to ``limit`` - 1 ancestors, in one query."""
+    rows = await session.execute(_ANCESTORS, {"start": sha, "team": team_id, "limit": limit})
+    return {row.sha: (row.type, bytes(row.data)) for row in rows}
+
+
+async def existing_shas(*, session: AsyncSession, team_id: str, shas: Iterable[str]) -> set[str]:
+    """Which of ``shas`` are stored objects of the team."""
+    wanted = sorted(set(shas))
+    present: set[str] = set()
+    for chunk in _chunks(wanted):
+        rows = await session.execute(
+            select(GitObject.sha).where(GitObject.team_id == team_id, GitObject.sha.in_(chunk))
+        )
+        present.update(rows.scalars())
+    return present
+
+
+async def object_types(
+    *, session: AsyncSession, team_id: str, shas: Iterable[str]
+) -> dict[str, int]:
+    """Type numbers of the stored objects among ``shas``."""
+    wanted = sorted(set(shas))
+    types: dict[str, int] = {}
+    for chunk in _chunks(wanted):
+        rows = await session.execute(
+            select(GitObject.sha, GitObject.type).where(
+                GitObject.team_id == team_id, GitObject.sha.in_(chunk)
+            )
+        )
+        types.update({sha: type_num for sha, type_num in rows})
+    return types
+
+
+async def _generations(
+    *, session: AsyncSession, team_id: str, shas: Iterable[str]
+) -> dict[str, int]:
+    wanted = sorted(set(shas))
+    found: dict[str, int] = {}
+    for chunk in _chunks(wanted):
+        rows = await session.execute(
+            select(GitCommit.sha, GitCommit.generation).where(
+                GitCommit.team_id == team_id, GitCommit.sha.in_(chunk)
+            )
+        )
+        found.update({sha: generation for sha, generation in rows})
+    return found
+
+
+def _commit_time(commit: Commit) -> datetime:
+    return datetime.fromtimestamp(commit.commit_time, UTC)
+
+
+async def store_objects(
+    *, session: AsyncSession, team_id: str, objects: Iterable[ShaFile]
+) -> None:
+    """Insert objects (already present ones are skipped) and their commit-graph rows.
+
+    Referenced objects must be stored already or be part of ``objects``: the repository
+    never holds a commit whose tree or parents are missing (see ``missing_references``).
+    """
+    by_sha = {obj.id.decode("ascii"): obj for obj in objects}
+    if not by_sha:
+        return
+    commits = {sha: obj for sha, obj in by_sha.items() if isinstance(obj, Commit)}
+    outside = {
+        parent.decode("ascii")
+        for commit in commits.values()
+        for parent in commit.parents
+        if parent.decode("ascii") not in commits
+    }
+    generation = await _generations(session=session, team_id=team_id, shas=outside)
+
+    # Iterative depth-first walk: a push may carry a long linear history.
+    for sha in commits:
+        stack = [sha]
+        while stack:
+            current = stack[-1]
+            if current in generation:
+                stack.pop()
+                continue
+            pending = [
+                p.decode("ascii")
+                for p in commits[current].parents
+                if p.decode("ascii") in commits and p.decode("ascii") not in generation
+            ]
+            if pending:
+                stack.extend(pending)
+                continue
+            parents = [p.decode("ascii") for p in commits[current].parents]
+            generation[current] = 1 + max((generation.get(p, 0) for p in parents), default=0)
+            stack.pop()
+
+    object_rows = [
+        {"team_id": team_id, "sha": sha, "type": obj.type_num, "data": obj.as_raw_string()}
+        for sha, obj in by_sha.items()
+    ]
+    for chunk in _chunks(object_rows):
+        await session.execute(insert(GitObject).on_conflict_do_nothing(), list(chunk))
+    commit_rows = [
+        {
+            "team_id": team_id,
+            "sha": sha,
+            "parents": [p.decode("ascii") for p in commit.parents],
+            "generation": generation[sha],
+            "committed_at": _commit_time(commit),
+        }
+        for sha, commit in commits.items()
+    ]
+    for chunk in _chunks(commit_rows):
+        await session.execute(insert(GitCommit).on_conflict_do_nothing(), list(chunk))
+
+
+async def read_refs(*, session: AsyncSession, team_id: str) -> dict[str, str]:
+    """All refs of the team's repository: full name -> sha."""
+    rows = await session.execute(
+        select(GitRef.name, GitRef.sha).where(GitRef.team_id == team_id).order_by(GitRef.name)
+    )
+    return {name: sha for name, sha in rows}
+
+
+async def find_ref(*, session: AsyncSession, team_id: str, name: str) -> str | None:
+    """The sha a full ref name points at, if the ref exists."""
+    return (
+        await session.execute(
+            select(GitRef.sha).where(GitRef.team_id == team_id, GitRef.name == name)
+        )
+    ).scalar_one_or_none()
+
+
+async def swap_ref(
+    *, session: AsyncSession, team_id: str, name: str, old: str | None, new: str | None
+) -> bool:
+    """Move ref ``name`` from ``old`` to ``new`` (None = absent) if it is still at ``old``.
+
+    True when this call made the change. A concurrent writer of the same ref waits for the
+    other transaction and then sees its condition fail, so one of two racing updates loses.
+    """
+    if old is None and new is None:
+        return False
+    if old is None:
+        statement: Any = (
+            insert(GitRef)
+            .values(team_id=team_id, name=name, sha=new)
+            .on_conflict_do_nothing()
+            .returning(GitRef.name)
+        )
+    elif new is None:
+        statement = (
+            delete(GitRef)
+            .where(GitRef.team_id == team_id, GitRef.name == name, GitRef.sha == old)
+            .returning(GitRef.name)
+        )
+    else:
+        statement = (
+            update(GitRef)
+            .where(GitRef.team_id == team_id, GitRef.name == name, GitRef.sha == old)
+            .values(sha=new)
+            .returning(GitRef.name)
+        )
+    return (await session.execute(statement)).first() is not None
+
+
+async def is_commit(*, session: AsyncSession, team_id: str, sha: str) -> bool:
+    """Whether ``sha`` is a stored commit of the team."""
+    found = await session.execute(
+        select(GitCommit.sha).where(GitCommit.team_id == team_id, GitCommit.sha == sha)
+    )
+    return found.first() is not None
+
+
+async def is_ancestor(
+    *, session: AsyncSession, team_id: str, ancestor: str, descendant: str
+) -> bool:
+    """Whether commit ``ancestor`` is ``descendant`` or reachable from it through parents."""
+    generation = (
+        await session.execute(
+            select(GitCommit.generation).where(
+                GitCommit.team_id == team_id, GitCommit.sha == ancestor
+            )
+        )
+    ).scalar_one_or_none()
+    if generation is None:
+        return False
+    result = await session.execute(
+        _IS_ANCESTOR,
+        {"start": descendant, "team": team_id, "target": ancestor, "generation": generation},
+    )
+    return bool(result.scalar_one())
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """A commit of a history walk, with its parsed object."""
+
+    sha: str
+    commit: Commit
+
+
+async def history(
+    *, session: AsyncSession, team_id: str, head: str, limit: int, after: str | None = None
+) -> list[HistoryEntry] | None:
+    """Commits reachable from ``head``, children before parents, newest first.
+
+    ``after`` continues below a commit of an earlier page; None when ``after`` is not a
+    commit of the team.
+    """
+    params: dict[str, Any] = {
+        "start": head, "team": team_id, "limit": limit, "after": None, "generation": 0,
+        "committed_at": datetime.now(UTC),
+    }
+    if after is not None:
+        boundary = (
+            await session.execute(
+                select(GitCommit.generation, GitCommit.committed_at).where(
+                    GitCommit.team_id == team_id, GitCommit.sha == after
+                )
+            )
+        ).first()
+        if boundary is None:
+            return None
+        params.update(
+            after=after, generation=boundary.generation, committed_at=boundary.committed_at
+        )
+    rows = await session.execute(_HISTORY, params)
+    entries = []
+    for row in rows:
+        commit = ShaFile.from_raw_string(Commit.type_num, bytes(row.data), sha=hex_id(row.sha))
+        assert isinstance(commit, Commit)  # noqa: S101 - git_commits rows are commits
+        entries.append(HistoryEntry(row.sha, commit))
+    return entries
+
+
+def missing_references(objects: Iterable[ShaFile]) -> set[str]:
+    """SHAs that ``objects`` point at (trees, parents, tree entries, tag targets)."""
+    from dulwich.objects import S_ISGITLINK, Tag
+
+    referenced: set[str] = set()
+    for obj in objects:
+        if isinstance(obj, Commit):
+            referenced.add(obj.tree.decode("ascii"))
+            referenced.update(p.decode("ascii") for p in obj.parents)
+        elif isinstance(obj, Tree):
+            referenced.update(
+                entry.sha.decode("ascii")
+                for entry in obj.iteritems()
+                if entry.mode is not None and not S_ISGITLINK(entry.mode) and entry.sha
+            )
+        elif isinstance(obj, Tag):
+            referenced.add(obj.object[1].decode("ascii"))
+    return referenced
+
+# --- dulwich adapter ---------------------------------------------------------------------------
+
+
+class LoopBridge:
+    """Lets dulwich's worker thread run a coroutine on the request's event loop and wait."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+
+    def run(self, factory: Callable[[], Awaitable[T]]) -> T:
+        """Run ``factory()`` on the loop; must be called from another thread."""
+        if threading.get_ident() == self._loop_thread:
+            raise RuntimeError("LoopBridge.run called on the event loop thread (deadlock)")
+
+        async def call() -> T:
+            return await factory()
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result()
+
+
+class ObjectSource(Protocol):
+    """Where a ``LazyObjectStore`` reads missing objects from (synchronous calls)."""
+
+    def objects(self, shas: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """The stored objects among ``shas``."""
+        ...
+
+    def ancestors(self, sha: str) -> dict[str, tuple[int, bytes]]:
+        """The object ``sha`` if stored and, for a commit, some of its ancestors."""
+        ...
+
+
+class SessionObjectSource:
+    """An ``ObjectSource`` that queries the request's session through a ``LoopBridge``."""
+
+    def __init__(self, bridge: LoopBridge, session: AsyncSession, team_id: str) -> None:
+        self._bridge = bridge
+        self._session = session
+        self._team_id = team_id
+
+    def objects(self, shas: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """The stored objects among ``shas``."""
+        return self._bridge.run(
+            lambda: load_objects(session=self._session, team_id=self._team_id, shas=shas)
+        )
+
+    def ancestors(self, sha: str) -> dict[str, tuple[int, bytes]]:
+        """A commit and up to ``HISTORY_READ_AHEAD`` of its ancestors."""
+        return self._bridge.run(
+            lambda: load_ancestors(session=self._session, team_id=self._team_id, sha=sha)
+        )
+
+
+class LazyObjectStore(MemoryObjectStore):
+    """dulwich's in-memory object store, filled from the database as objects are asked for.
+
+    Objects added by dulwich (a received pack) are kept in ``received`` for the caller to
+    persist; ``max_received_bytes`` bounds their total inflated size.
+    """
+
+    def __init__(self, source: ObjectSource, *, max_received_bytes: int) -> None:
+        super().__init__()
+        self._source = source
+        self._absent: set[ObjectID] = set()
+        self.received: dict[ObjectID, ShaFile] = {}
+        self._received_bytes = 0
+        self._max_received_bytes = max_received_bytes
+
+    def _remember(self, found: dict[str, tuple[int, bytes]]) -> None:
+        for sha, (type_num, data) in found.items():
+            oid = hex_id(sha)
+            if oid not in self._data:
+                self._data[oid] = ShaFile.from_raw_string(type_num, data, sha=oid)
+
+    def prefetch(self, shas: Iterable[ObjectID]) -> None:
+        """Load every object among ``shas`` that is not in memory yet, in batched queries."""
+        wanted = [s for s in dict.fromkeys(shas) if s not in self._data and s not in self._absent]
+        for chunk in _chunks(wanted):
+            self._remember(self._source.objects([s.decode("ascii") for s in chunk]))
+            self._absent.update(s for s in chunk if s not in self._data)
+
+    def _ensure(self, sha: ObjectID) -> bool:
+        if sha in self._data:
+            return True
+        if sha in self._absent:
+            return False
+        # One recursive query returns the object and, for a commit, a slice of its history:
+        # the protocol's walks over parents then mostly hit memory.
+        self._remember(self._source.ancestors(sha.decode("ascii")))
+        obj = self._data.get(sha)
+        if obj is None:
+            self._absent.add(sha)
+            return False
+        if isinstance(obj, Tree):
+            self.prefetch(
+                entry.sha
+                for entry in obj.iteritems()
+                if entry.mode is not None and stat.S_ISDIR(entry.mode) and entry.sha is not None
+            )
+        return True
+
+    def contains_loose(self, sha: ObjectID | RawObjectID) -> bool:
+        """Whether the object exists (in memory or in the database)."""
+        return self._ensure(self._to_hexsha(sha))
+
+    def __contains__(self, sha: ObjectID | RawObjectID) -> bool:
+        return self.contains_loose(sha)
+
+    def __getitem__(self, name: ObjectID | RawObjectID) -> ShaFile:
+        sha = self._to_hexsha(name)
+        if not self._ensure(sha):
+            raise KeyError(sha)
+        return super().__getitem__(sha)
+
+    def iter_unpacked_subset(self, shas: Iterable[Any], **kwargs: Any) -> Any:
+        """Batch-load the objects first: the pack writer asks for each one in turn."""
+        wanted = [self._to_hexsha(s) for s in shas]
+        self.prefetch(wanted)
+        return super().iter_unpacked_subset(wanted, **kwargs)
+
+    def iterobjects_subset(self, shas: Iterable[ObjectID], *, allow_missing: bool = False) -> Any:
+        """Batch-load the objects first."""
+        wanted = list(shas)
+        self.prefetch(wanted)
+        return super().iterobjects_subset(wanted, allow_missing=allow_missing)
+
+    def add_object(self, obj: ShaFile) -> None:
+        """Keep an object received from a client (persisted later by the request)."""
+        if obj.id not in self.received:
+            self._received_bytes += obj.raw_length()
+            if self._received_bytes > self._max_received_bytes:
+                raise PushTooLarge(
+                    f"the pushed objects exceed {self._max_received_bytes} bytes once unpacked"
+                )
+            self.received[obj.id] = obj
+        super().add_object(obj)
+
+
+class PushTooLarge(OSError):
+    """The objects of a push are larger than the limit (an OSError: dulwich reports it)."""
