@@ -79,7 +79,7 @@ class Git:
 
     def run(self, *args: str, cwd: Path | None = None, check: bool = True,
             key: str | None = None) -> subprocess.CompletedProcess[str]:
-        prefix = ["-c", "init.defaultBranch=main", "-c", "protocol.version=0"]
+        prefix = ["-c", "init.defaultBranch=main"]
         if key is not None:
             prefix += ["-c", f"http.extraHeader=Authorization: Bearer {key}"]
         result = subprocess.run(
@@ -329,7 +329,7 @@ async def test_concurrent_pushes_to_one_branch_one_wins(server, git, team, tmp_p
     for i in range(4):
         clone = tmp_path / f"c{i}"
         git.run("clone", url, str(clone), key=team.api_key)
-        commit_file(git, clone, "a.txt", f"{i}\n", f"writer {i}")
+        commit_file(git, clone, "a.txt", f"writer {i}\n", f"writer {i}")
         clones.append(clone)
 
     results: list[subprocess.CompletedProcess[str]] = []
