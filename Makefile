@@ -34,5 +34,9 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+## The agent evaluation alone (quality figures and latency through the chat API).
+eval: $(STAMP)
+	$(BIN)/python -m bench.agent_eval.run_chat
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
