@@ -294,3 +294,17 @@ def test_human_requests_are_detected(message: str) -> None:
 )
 def test_ordinary_questions_are_not_human_requests(message: str) -> None:
     assert not is_human_request(message)
+
+
+def test_the_opening_passage_wins_when_later_ones_only_repeat_the_words():
+    article = Article(
+        "reset-password", "Resetting your password",
+        "If you forgot your password, choose Forgot password on the sign-in page and follow "
+        "the link we email you.\n\n"
+        "After 5 wrong passwords in a row the account is locked for 15 minutes; wait, then "
+        "try again or reset your password.",
+    )
+    other = Article("shipping", "Shipping", "Orders ship within two business days.")
+    hit = KnowledgeIndex.build([article, other]).best("how do I reset my password?")
+    assert hit is not None and hit.slug == "reset-password"
+    assert hit.passage.startswith("If you forgot your password")

@@ -22,6 +22,7 @@ _TITLE_CREDIT = 1.0
 # they order articles but are not part of the confidence.
 _TITLE_BONUS = 0.4
 _ARTICLE_BONUS = 0.3
+_POSITION_BONUS = 0.08
 _REPEAT_BONUS = 0.3
 DEFAULT_MIN_SCORE = 0.5
 # Matched idf weight, as a share of the weight of a word only one passage uses, below which a
@@ -203,7 +204,8 @@ class KnowledgeIndex:
         results: list[tuple[tuple[float, float, int], Hit]] = []
         for index, terms in terms_in.items():
             best: tuple[tuple[float, float, int], float] | None = None
-            for passage_id in self._by_article[index]:
+            chosen: tuple[float, int] | None = None  # (preference, passage) for the answer text
+            for position, passage_id in enumerate(self._by_article[index]):
                 matched = rank = 0.0
                 for term in terms:
                     weight = q.weights[term]
@@ -218,13 +220,18 @@ class KnowledgeIndex:
                 key = (rank / q.total, matched / q.total, -passage_id)
                 if best is None or key > best[0]:
                     best = (key, matched)
-            if best is not None:
+                # Articles open with their main answer: among passages that answer about as
+                # much, prefer the earlier one (ranking between articles is unaffected).
+                preference = key[0] + _POSITION_BONUS / (1 + position)
+                if chosen is None or preference > chosen[0]:
+                    chosen = (preference, passage_id)
+            if best is not None and chosen is not None:
                 key, matched = best
                 # Confidence: the share of the question's weight this passage answers, reduced
                 # when what it answers is only vague.
                 score = key[1] * min(1.0, matched / self._min_evidence)
                 article = self._articles[index]
-                passage = self._passages[-key[2]].text
+                passage = self._passages[chosen[1]].text
                 results.append((key, Hit(article.slug, article.title, passage, round(score, 4))))
         results.sort(key=lambda item: item[0], reverse=True)
         return results
