@@ -78,3 +78,17 @@ async def test_knowledge_can_be_disabled(agent_kit):
     engine = _engine(files, ARTICLES)
     result = await engine.reply(state={}, text="can I return an item for a refund?", metadata={})
     assert result.replies[0].sources == []
+
+
+async def test_a_confident_article_beats_a_loosely_matching_procedure(agent_kit):
+    articles = [Article("customs", "International shipping and customs",
+                        "Orders shipped outside the US may be charged customs duty and import "
+                        "taxes by the destination country, paid by the recipient.")]
+    engine = _engine(agent_kit.files(), articles)
+    loose = await engine.reply(state={}, text="customs duty for sending an order to germany",
+                               metadata={})
+    assert loose.replies[0].sources == [{"slug": "customs",
+                                         "title": "International shipping and customs"}]
+    assert loose.audit[0][0] == "procedure skipped"
+    exact = await engine.reply(state={}, text="where is my order", metadata={})
+    assert exact.state.get("procedure", {}).get("procedure") == "order_status"

@@ -112,6 +112,14 @@ class BuiltinEngine:
             self._apply(result, procedure_state.procedure, new_state, events)
             return result
         match = self.loaded.matcher.match(text)
+        hit = self._knowledge_hit(text)
+        # A procedure acts, so it needs the better claim: an article that answers the message
+        # more confidently than the procedure's triggers resemble it wins.
+        if match is not None and hit is not None and hit.score > match[1]:
+            result.audit.append(("procedure skipped", {"procedure": match[0],
+                                                       "score": round(match[1], 4),
+                                                       "article": hit.slug}))
+            match = None
         if match is not None:
             name, score = match
             result.audit.append(("procedure started", {"procedure": name,
@@ -122,7 +130,6 @@ class BuiltinEngine:
             )
             self._apply(result, name, new_state, events)
             return result
-        hit = self._knowledge_hit(text)
         if hit is not None:
             source = {"slug": hit.slug, "title": hit.title}
             result.replies.append(Reply(hit.passage, [source]))
