@@ -58,17 +58,19 @@ class ConfigCache:
         self.capacity = capacity
         self._items: OrderedDict[str, LoadedConfig] = OrderedDict()
 
-    def get(self, version_id: str, load: Any) -> LoadedConfig:
-        """The loaded config of a version; ``load()`` returns its AgentConfig on a miss."""
+    def find(self, version_id: str) -> LoadedConfig | None:
+        """The loaded config of a version if this node has it."""
         item = self._items.get(version_id)
-        if item is None:
-            config: AgentConfig = load()
-            item = prepare(config)
-            self._items[version_id] = item
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-        else:
+        if item is not None:
             self._items.move_to_end(version_id)
+        return item
+
+    def store(self, version_id: str, config: AgentConfig) -> LoadedConfig:
+        """Prepare and keep a version's config."""
+        item = prepare(config)
+        self._items[version_id] = item
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
         return item
 
 

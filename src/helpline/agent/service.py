@@ -16,6 +16,7 @@ from typing import Any, Literal
 import httpx
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
 
 from helpline.agent.engine import BuiltinEngine, ConfigCache, LoadedConfig, TurnResult
 from helpline.agent.tools import ToolCaller
@@ -64,8 +65,9 @@ async def _version_for(
     """The conversation's pinned version, or a freshly routed one (second value: newly routed)."""
     if conversation is not None and conversation.agent_version_id is not None:
         pinned = (await session.execute(
-            select(AgentVersion).where(AgentVersion.id == conversation.agent_version_id,
-                                       AgentVersion.archived_at.is_(None)))).scalar_one_or_none()
+            select(AgentVersion).options(defer(AgentVersion.config_snapshot))
+            .where(AgentVersion.id == conversation.agent_version_id,
+                   AgentVersion.archived_at.is_(None)))).scalar_one_or_none()
         if pinned is not None:
             return pinned, False
     routed = await versions.route_version(session=session, team_id=team_id, user_id=user_id)
@@ -118,9 +120,8 @@ async def handle_user_message(
         if loaded_config is not None:
             loaded = loaded_config
         else:
-            pinned = version
-            assert pinned is not None  # noqa: S101 - guaranteed by the 409 above
-            loaded = services.configs.get(pinned.id, lambda: versions.version_config(pinned))
+            assert version is not None  # noqa: S101 - guaranteed by the 409 above
+            loaded = await _loaded_config(session, services, version.id)
         turn = await _run_engine(session, services, loaded, conversation, text, user_token,
                                  knowledge_mode)
         for reply in turn.replies:
@@ -133,6 +134,17 @@ async def handle_user_message(
     await session.flush()
     await conversations.notify(session, conversation, [user_message.id, *(r.id for r in replies)])
     return HandledMessage(conversation, user_message, replies, handed_off)
+
+
+async def _loaded_config(
+    session: AsyncSession, services: AgentServices, version_id: str
+) -> LoadedConfig:
+    """A version's parsed config: from this node's cache, else from its stored snapshot."""
+    loaded = services.configs.find(version_id)
+    if loaded is None:
+        config = await versions.get_version_config(session=session, version_id=version_id)
+        loaded = services.configs.store(version_id, config)
+    return loaded
 
 
 async def _run_engine(

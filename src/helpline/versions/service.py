@@ -7,9 +7,15 @@ from typing import Any
 
 from sqlalchemy import Row, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
 
 from helpline.agentconfig import service as repository
-from helpline.agentconfig.schema import config_from_snapshot, config_to_snapshot, load_config
+from helpline.agentconfig.schema import (
+    AgentConfig,
+    config_from_snapshot,
+    config_to_snapshot,
+    load_config,
+)
 from helpline.api.pagination import Page, PageRequest, paginate
 from helpline.db.base import utcnow
 from helpline.errors import Conflict, InvalidRequest, NotFound
@@ -199,6 +205,7 @@ async def route_version(
     versions = (
         await session.execute(
             select(AgentVersion)
+            .options(defer(AgentVersion.config_snapshot))
             .where(AgentVersion.team_id == team_id, AgentVersion.percent_traffic > 0)
             .order_by(AgentVersion.created_at, AgentVersion.id)
         )
@@ -207,6 +214,8 @@ async def route_version(
     return routing.pick(allocations, routing.bucket(team_id, user_id))
 
 
-def version_config(version: AgentVersion) -> Any:
-    """The validated config frozen into the version (serving never reads git)."""
-    return config_from_snapshot(version.config_snapshot)
+async def get_version_config(*, session: AsyncSession, version_id: str) -> AgentConfig:
+    """The validated config frozen into a version (serving never reads git)."""
+    snapshot = (await session.execute(
+        select(AgentVersion.config_snapshot).where(AgentVersion.id == version_id))).scalar_one()
+    return config_from_snapshot(snapshot)
