@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -18,7 +19,13 @@ runner = CliRunner()
 
 @pytest.fixture
 def cli_env(database_url, tmp_path):
-    return {"HELPLINE_DATABASE_URL": database_url, "HELPLINE_DATA_DIR": str(tmp_path / "data")}
+    # The CLI installs its own log handler on the runner's temporary stderr: put the test
+    # process's handlers back afterwards, so later log lines do not hit a closed stream.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield {"HELPLINE_DATABASE_URL": database_url, "HELPLINE_DATA_DIR": str(tmp_path / "data")}
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 async def invoke(args, env):

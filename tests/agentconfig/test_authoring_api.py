@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -16,22 +15,6 @@ AGENT_YAML = """\
 name: Test agent
 instructions: Be helpful.
 """
-
-
-def demo_files() -> dict[str, str]:
-    """The demo agent repository shipped with the package (a valid configuration)."""
-    root = resources.files("helpline.demo") / "agent"
-    files: dict[str, str] = {}
-
-    def walk(node, prefix: str) -> None:
-        for child in node.iterdir():
-            if child.is_dir():
-                walk(child, f"{prefix}{child.name}/")
-            elif not child.name.startswith("."):
-                files[prefix + child.name] = child.read_text()
-
-    walk(root, "")
-    return files
 
 
 async def commit(client, team, files, branch="main", message="change", parent_sha=None,
@@ -234,8 +217,8 @@ async def test_read_endpoints_errors(client, team):
     assert first["commit_sha"]
 
 
-async def test_validate(client, team):
-    valid = await commit(client, team, demo_files(), message="demo")
+async def test_validate(client, team, demo_files):
+    valid = await commit(client, team, demo_files, message="demo")
     result = (await client.get("/v1/agent-config/validate", headers=team.headers)).json()
     assert result == {"ref": "main", "commit_sha": valid["commit_sha"], "valid": True,
                       "errors": []}

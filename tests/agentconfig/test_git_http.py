@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import secrets
 import shutil
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,14 +121,17 @@ async def test_clone_empty_push_and_read_back_over_json(server, git, team, tmp_p
     clone = tmp_path / "clone"
     result = git.run("clone", url, str(clone), key=team.api_key)
     assert "empty repository" in result.stderr
-    sha = commit_file(git, clone, "agent.yaml", "name: Pushed\n", "first")
-    git.run("push", "origin", "HEAD:main", cwd=clone, key=team.api_key)
+    sha = commit_file(git, clone, "agent.yaml", "name: Pushed\nbogus: 1\n", "first")
+    pushed = git.run("push", "origin", "HEAD:main", cwd=clone, key=team.api_key)
+    # stored although it is not a valid configuration; the pusher is told why
+    assert "remote: helpline: main" in pushed.stderr and "INVALID" in pushed.stderr
+    assert "agent.yaml" in pushed.stderr
 
     async with httpx.AsyncClient(base_url=server, headers=team.headers) as client:
         branches = (await client.get("/v1/agent-config/branches")).json()
         assert branches == {"data": [{"name": "main", "commit_sha": sha}]}
         files = (await client.get("/v1/agent-config/files?ref=main")).json()
-        assert files["files"] == {"agent.yaml": "name: Pushed\n"}
+        assert files["files"] == {"agent.yaml": "name: Pushed\nbogus: 1\n"}
         history = (await client.get("/v1/agent-config/commits")).json()["data"]
         assert history[0]["author"] == "Dev <dev@example.com>"
         assert history[0]["message"] == "first"
@@ -134,11 +139,12 @@ async def test_clone_empty_push_and_read_back_over_json(server, git, team, tmp_p
     # a second clone gets main checked out (HEAD points at it)
     again = tmp_path / "again"
     git.run("clone", url, str(again), key=team.api_key)
-    assert (again / "agent.yaml").read_text() == "name: Pushed\n"
+    assert (again / "agent.yaml").read_text() == "name: Pushed\nbogus: 1\n"
     assert git.out("rev-parse", "HEAD", cwd=again) == sha
 
 
-async def test_json_commit_is_fetched_with_the_same_sha_and_back(server, git, team, tmp_path):
+async def test_json_commit_is_fetched_with_the_same_sha_and_back(server, git, team, tmp_path,
+                                                                 demo_files):
     async with httpx.AsyncClient(base_url=server, headers=team.headers) as client:
         made = (await client.post("/v1/agent-config/commits", json={
             "branch": "main", "message": "from json",
@@ -164,6 +170,13 @@ async def test_json_commit_is_fetched_with_the_same_sha_and_back(server, git, te
         git.run("merge", "-q", "--ff-only", "origin/main", cwd=clone)
         pushed = commit_file(git, clone, "tags.yaml", "[]\n", "from git")
         git.run("push", "-q", "origin", "main", cwd=clone)
+        for path, text in demo_files.items():
+            (clone / path).parent.mkdir(parents=True, exist_ok=True)
+            (clone / path).write_text(text)
+        git.run("add", "-A", cwd=clone)
+        git.run("commit", "-q", "-m", "demo agent", cwd=clone)
+        valid = git.run("push", "origin", "HEAD:refs/heads/demo", cwd=clone)
+        assert "agent configuration is valid" in valid.stderr
         on_top = (await client.post("/v1/agent-config/commits", json={
             "branch": "main", "message": "json on git", "files": {"a.txt": "a"},
             "parent_sha": pushed,
@@ -349,3 +362,36 @@ async def test_concurrent_pushes_to_one_branch_one_wins(server, git, team, tmp_p
     heads = {git.out("rev-parse", "HEAD", cwd=clone) for clone in clones}
     remote = git.run("ls-remote", url, "refs/heads/main", key=team.api_key).stdout.split()[0]
     assert remote in heads
+
+
+def pkt(line: bytes) -> bytes:
+    return f"{len(line) + 4:04x}".encode() + line
+
+
+def ref_delta_pack(base_sha: str, target: bytes) -> bytes:
+    """A one-object pack: a delta against ``base_sha`` (which the pack does not carry)."""
+    delta = bytes([1, len(target), len(target)]) + target  # base size, result size, insert
+    header = bytes([0x80 | (7 << 4) | (len(delta) & 0x0F), len(delta) >> 4])
+    body = (b"PACK" + (2).to_bytes(4, "big") + (1).to_bytes(4, "big") + header
+            + bytes.fromhex(base_sha) + zlib.compress(delta))
+    return body + hashlib.sha1(body).digest()  # noqa: S324 - git's pack checksum
+
+
+async def test_broken_pushes_report_unpack_errors_and_change_nothing(server, team):
+    async with httpx.AsyncClient(base_url=server, headers=team.headers) as client:
+        async def receive(new: str, pack: bytes) -> bytes:
+            command = pkt(f"{'0' * 40} {new} refs/heads/main\0report-status\n".encode())
+            response = await client.post(
+                f"{REPO}/git-receive-pack", content=command + b"0000" + pack,
+                headers={"Content-Type": "application/x-git-receive-pack-request"},
+            )
+            assert response.status_code == 200
+            return response.content
+
+        missing_base = await receive("1" * 40, ref_delta_pack("2" * 40, b"x"))
+        assert b"unpack " in missing_base and b"unpack ok" not in missing_base
+        assert b"ng refs/heads/main unpacker error" in missing_base
+        garbage = await receive("1" * 40, b"PACK" + b"\0" * 30)
+        assert b"unpack ok" not in garbage and b"ng refs/heads/main" in garbage
+        branches = (await client.get("/v1/agent-config/branches")).json()
+        assert branches == {"data": []}

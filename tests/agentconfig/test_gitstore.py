@@ -9,7 +9,8 @@ import pytest
 from dulwich.objects import Blob, Commit, ShaFile, Tag, Tree
 
 from helpline.agentconfig import gitserver, gitstore, service
-from helpline.agentconfig.gitstore import ZERO_SHA, LazyObjectStore, hex_id
+from helpline.agentconfig.gitstore import ZERO_SHA, hex_id
+from helpline.agentconfig.lazystore import LazyObjectStore, PushTooLarge
 from helpline.db.engine import transaction
 
 MAIN = "refs/heads/main"
@@ -227,7 +228,7 @@ def test_lazy_store_reads_history_ahead_and_remembers_misses():
 def test_lazy_store_bounds_received_objects():
     store = LazyObjectStore(CountingSource([], {}), max_received_bytes=10)
     store.add_object(Blob.from_string(b"small"))
-    with pytest.raises(gitstore.PushTooLarge):
+    with pytest.raises(PushTooLarge):
         store.add_object(Blob.from_string(b"much too large for the limit"))
 
 

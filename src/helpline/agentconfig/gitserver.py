@@ -27,23 +27,26 @@ from typing import Any
 
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch, GitProtocolError, HangupException
 from dulwich.objects import Commit, ObjectFormatException, ObjectID, ShaFile
-from dulwich.protocol import CAPABILITY_ATOMIC, ReceivableProtocol, pkt_line
+from dulwich.pack import UnresolvedDeltas
+from dulwich.protocol import (
+    CAPABILITY_ATOMIC,
+    CAPABILITY_SIDE_BAND_64K,
+    SIDE_BAND_CHANNEL_PROGRESS,
+    ReceivableProtocol,
+    pkt_line,
+)
 from dulwich.refs import DictRefsContainer, Ref, check_ref_format
 from dulwich.repo import MemoryRepo
 from dulwich.server import Backend, BackendRepo, Handler, ReceivePackHandler, UploadPackHandler
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from helpline.agentconfig import gitstore
-from helpline.agentconfig.gitstore import (
-    BRANCH_PREFIX,
-    DEFAULT_BRANCH,
-    TAG_PREFIX,
-    ZERO_SHA,
-    LazyObjectStore,
-    LoopBridge,
-    SessionObjectSource,
-)
+from helpline.agentconfig.gitstore import BRANCH_PREFIX, DEFAULT_BRANCH, TAG_PREFIX, ZERO_SHA
+from helpline.agentconfig.lazystore import LazyObjectStore, LoopBridge, SessionObjectSource
 from helpline.agentconfig.models import MAX_REF_NAME
+from helpline.agentconfig.schema import load_config
+from helpline.agentconfig.service import read_tree_files
+from helpline.errors import HelplineError
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,7 @@ _UNPACK_ERRORS = (
     socket.error,
     zlib.error,
     ObjectFormatException,
+    UnresolvedDeltas,
     ValueError,
 )
 
@@ -105,6 +109,7 @@ class _ReceivePack(ReceivePackHandler):
     """dulwich's receive-pack, with ref updates applied by ``apply_push`` (no hooks)."""
 
     apply: Callable[[list[ShaFile], list[tuple[str, str, str]], bool], list[tuple[str, str]]]
+    describe: Callable[[str, str], list[str]]
 
     def _on_pre_receive(self, client_refs: Any) -> None:
         return None
@@ -112,8 +117,19 @@ class _ReceivePack(ReceivePackHandler):
     def _on_update(self, ref_name: Any, old_sha: Any, new_sha: Any) -> bytes | None:
         return None
 
-    def _on_post_receive(self, client_refs: Any) -> None:
-        return None
+    def _on_post_receive(self, client_refs: list[tuple[ObjectID, ObjectID, Ref]]) -> None:
+        # Tell the pusher whether each updated branch holds a valid agent configuration
+        # (git prints these lines as "remote: ..."); the push is accepted either way. Like a
+        # hook's output, and unlike progress, this is sent even when the client asks for quiet.
+        if not self.has_capability(CAPABILITY_SIDE_BAND_64K):
+            return
+        for _, new, ref in client_refs:
+            if new == ZERO_SHA.encode() or not ref.startswith(BRANCH_PREFIX.encode()):
+                continue
+            for line in self.describe(ref.decode("utf-8", "replace"), new.decode()):
+                self.proto.write_sideband(
+                    SIDE_BAND_CHANNEL_PROGRESS, line.encode("utf-8", "replace") + b"\n"
+                )
 
     def _apply_pack(
         self, refs: list[tuple[ObjectID, ObjectID, Ref]]
@@ -124,7 +140,10 @@ class _ReceivePack(ReceivePackHandler):
             try:
                 store.add_thin_pack(self.proto.read, getattr(self.proto, "recv", None))
             except _UNPACK_ERRORS as exc:
-                reason = str(exc).replace("\n", " ") or type(exc).__name__
+                if isinstance(exc, UnresolvedDeltas):
+                    reason = "unresolved deltas: base objects missing"
+                else:
+                    reason = str(exc).replace("\n", " ") or type(exc).__name__
                 yield b"unpack", reason.encode("utf-8", "replace")
                 for _, _, ref in refs:
                     yield ref, b"unpacker error"
@@ -213,6 +232,9 @@ async def receive_pack(*, session: AsyncSession, team_id: str, request: bytes) -
         proto = ReceivableProtocol(BytesIO(request).read, out.write)
         handler = _ReceivePack(backend, ["/"], proto, stateless_rpc=True)
         handler.apply = apply
+        handler.describe = lambda ref, sha: bridge.run(
+            lambda: validation_report(session=session, team_id=team_id, ref=ref, sha=sha)
+        )
         return _run_handler(handler, proto, out)
 
     body = await asyncio.to_thread(run)
@@ -224,6 +246,31 @@ async def receive_pack(*, session: AsyncSession, team_id: str, request: bytes) -
                    "refs": {ref: status for ref, status in statuses}},
         )
     return PushResult(body=body, changed=changed)
+
+
+MAX_REPORTED_ERRORS = 20
+
+
+async def validation_report(
+    *, session: AsyncSession, team_id: str, ref: str, sha: str
+) -> list[str]:
+    """Lines telling whether the configuration at a pushed commit is valid, and why not."""
+    branch = ref.removeprefix(BRANCH_PREFIX)
+    try:
+        files = await read_tree_files(session=session, team_id=team_id, commit_sha=sha)
+    except HelplineError as exc:
+        return [f"helpline: {branch} ({sha[:12]}): could not read the configuration: {exc}"]
+    _, errors = load_config(files)
+    if not errors:
+        return [f"helpline: {branch} ({sha[:12]}): agent configuration is valid"]
+    lines = [
+        f"helpline: {branch} ({sha[:12]}): agent configuration is INVALID, it cannot be "
+        f"published or simulated ({len(errors)} problem(s)):"
+    ]
+    lines += [f"helpline:   {error}" for error in errors[:MAX_REPORTED_ERRORS]]
+    if len(errors) > MAX_REPORTED_ERRORS:
+        lines.append(f"helpline:   ... and {len(errors) - MAX_REPORTED_ERRORS} more")
+    return lines
 
 
 def _ref_name_problem(ref: str) -> str | None:

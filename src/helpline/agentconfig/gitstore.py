@@ -11,30 +11,26 @@ Two layers:
   concurrent updates of one branch exactly one wins and the other is told so. Never a lost
   update, and no lock is held outside the writing transaction.
 
-* **A dulwich object store for the smart-HTTP protocol** (``LazyObjectStore``). dulwich is
-  synchronous, our database access is async. Per request, the protocol handler runs in a worker
-  thread (pack compression and delta resolution stay off the event loop) over dulwich's
-  in-memory store, which fills itself on demand: a miss calls back into the event loop
-  (``LoopBridge``) to run a batched SELECT on the request's session and waits for it. Reads
-  ahead keep round trips low: a commit brings up to ``HISTORY_READ_AHEAD`` ancestors in one
-  recursive query, a tree its sub-trees, and the pack writer asks for all blobs in batches.
-  Objects received in a push stay in memory (``received``) until the request persists them
-  and moves the refs in one transaction (see ``gitserver``). Nothing is written to local
-  disk, so any node can serve any repository.
+* **A dulwich object store for the smart-HTTP protocol** (``lazystore.LazyObjectStore``).
+  dulwich is synchronous, our database access is async. Per request, the protocol handler
+  runs in a worker thread (pack compression and delta resolution stay off the event loop) over
+  dulwich's in-memory store, which fills itself on demand: a miss calls back into the event
+  loop (``LoopBridge``) to run a batched SELECT on the request's session and waits for it.
+  Reads ahead keep round trips low: a commit brings up to ``HISTORY_READ_AHEAD`` ancestors in
+  one recursive query, a tree its sub-trees, and the pack writer asks for all blobs in
+  batches. Objects received in a push stay in memory (``received``) until the request
+  persists them and moves the refs in one transaction (see ``gitserver``). Nothing is written
+  to local disk, so any node can serve any repository.
 """
 
 from __future__ import annotations
 
-import asyncio
-import stat
-import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from dulwich.object_store import MemoryObjectStore
-from dulwich.objects import Commit, ObjectID, RawObjectID, ShaFile, Tree
+from dulwich.objects import Commit, ObjectID, ShaFile, Tree
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -100,7 +96,7 @@ LIMIT :limit
 """)
 
 
-def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -119,7 +115,7 @@ async def load_objects(
     """The objects among ``shas`` that exist: sha -> (type number, raw body)."""
     wanted = sorted(set(shas))
     found: dict[str, tuple[int, bytes]] = {}
-    for chunk in _chunks(wanted):
+    for chunk in chunks(wanted):
         rows = await session.execute(
             select(GitObject.sha, GitObject.type, GitObject.data).where(
                 GitObject.team_id == team_id, GitObject.sha.in_(chunk)
@@ -142,7 +138,7 @@ async def existing_shas(*, session: AsyncSession, team_id: str, shas: Iterable[s
     """Which of ``shas`` are stored objects of the team."""
     wanted = sorted(set(shas))
     present: set[str] = set()
-    for chunk in _chunks(wanted):
+    for chunk in chunks(wanted):
         rows = await session.execute(
             select(GitObject.sha).where(GitObject.team_id == team_id, GitObject.sha.in_(chunk))
         )
@@ -156,7 +152,7 @@ async def object_types(
     """Type numbers of the stored objects among ``shas``."""
     wanted = sorted(set(shas))
     types: dict[str, int] = {}
-    for chunk in _chunks(wanted):
+    for chunk in chunks(wanted):
         rows = await session.execute(
             select(GitObject.sha, GitObject.type).where(
                 GitObject.team_id == team_id, GitObject.sha.in_(chunk)
@@ -171,7 +167,7 @@ async def _generations(
 ) -> dict[str, int]:
     wanted = sorted(set(shas))
     found: dict[str, int] = {}
-    for chunk in _chunks(wanted):
+    for chunk in chunks(wanted):
         rows = await session.execute(
             select(GitCommit.sha, GitCommit.generation).where(
                 GitCommit.team_id == team_id, GitCommit.sha.in_(chunk)
@@ -229,7 +225,7 @@ async def store_objects(
         {"team_id": team_id, "sha": sha, "type": obj.type_num, "data": obj.as_raw_string()}
         for sha, obj in by_sha.items()
     ]
-    for chunk in _chunks(object_rows):
+    for chunk in chunks(object_rows):
         await session.execute(insert(GitObject).on_conflict_do_nothing(), list(chunk))
     commit_rows = [
         {
@@ -241,7 +237,7 @@ async def store_objects(
         }
         for sha, commit in commits.items()
     ]
-    for chunk in _chunks(commit_rows):
+    for chunk in chunks(commit_rows):
         await session.execute(insert(GitCommit).on_conflict_do_nothing(), list(chunk))
 
 
@@ -383,145 +379,3 @@ def missing_references(objects: Iterable[ShaFile]) -> set[str]:
         elif isinstance(obj, Tag):
             referenced.add(obj.object[1].decode("ascii"))
     return referenced
-
-# --- dulwich adapter ---------------------------------------------------------------------------
-
-
-class LoopBridge:
-    """Lets dulwich's worker thread run a coroutine on the request's event loop and wait."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._loop_thread = threading.get_ident()
-
-    def run(self, factory: Callable[[], Awaitable[T]]) -> T:
-        """Run ``factory()`` on the loop; must be called from another thread."""
-        if threading.get_ident() == self._loop_thread:
-            raise RuntimeError("LoopBridge.run called on the event loop thread (deadlock)")
-
-        async def call() -> T:
-            return await factory()
-
-        return asyncio.run_coroutine_threadsafe(call(), self._loop).result()
-
-
-class ObjectSource(Protocol):
-    """Where a ``LazyObjectStore`` reads missing objects from (synchronous calls)."""
-
-    def objects(self, shas: Sequence[str]) -> dict[str, tuple[int, bytes]]:
-        """The stored objects among ``shas``."""
-        ...
-
-    def ancestors(self, sha: str) -> dict[str, tuple[int, bytes]]:
-        """The object ``sha`` if stored and, for a commit, some of its ancestors."""
-        ...
-
-
-class SessionObjectSource:
-    """An ``ObjectSource`` that queries the request's session through a ``LoopBridge``."""
-
-    def __init__(self, bridge: LoopBridge, session: AsyncSession, team_id: str) -> None:
-        self._bridge = bridge
-        self._session = session
-        self._team_id = team_id
-
-    def objects(self, shas: Sequence[str]) -> dict[str, tuple[int, bytes]]:
-        """The stored objects among ``shas``."""
-        return self._bridge.run(
-            lambda: load_objects(session=self._session, team_id=self._team_id, shas=shas)
-        )
-
-    def ancestors(self, sha: str) -> dict[str, tuple[int, bytes]]:
-        """A commit and up to ``HISTORY_READ_AHEAD`` of its ancestors."""
-        return self._bridge.run(
-            lambda: load_ancestors(session=self._session, team_id=self._team_id, sha=sha)
-        )
-
-
-class LazyObjectStore(MemoryObjectStore):
-    """dulwich's in-memory object store, filled from the database as objects are asked for.
-
-    Objects added by dulwich (a received pack) are kept in ``received`` for the caller to
-    persist; ``max_received_bytes`` bounds their total inflated size.
-    """
-
-    def __init__(self, source: ObjectSource, *, max_received_bytes: int) -> None:
-        super().__init__()
-        self._source = source
-        self._absent: set[ObjectID] = set()
-        self.received: dict[ObjectID, ShaFile] = {}
-        self._received_bytes = 0
-        self._max_received_bytes = max_received_bytes
-
-    def _remember(self, found: dict[str, tuple[int, bytes]]) -> None:
-        for sha, (type_num, data) in found.items():
-            oid = hex_id(sha)
-            if oid not in self._data:
-                self._data[oid] = ShaFile.from_raw_string(type_num, data, sha=oid)
-
-    def prefetch(self, shas: Iterable[ObjectID]) -> None:
-        """Load every object among ``shas`` that is not in memory yet, in batched queries."""
-        wanted = [s for s in dict.fromkeys(shas) if s not in self._data and s not in self._absent]
-        for chunk in _chunks(wanted):
-            self._remember(self._source.objects([s.decode("ascii") for s in chunk]))
-            self._absent.update(s for s in chunk if s not in self._data)
-
-    def _ensure(self, sha: ObjectID) -> bool:
-        if sha in self._data:
-            return True
-        if sha in self._absent:
-            return False
-        # One recursive query returns the object and, for a commit, a slice of its history:
-        # the protocol's walks over parents then mostly hit memory.
-        self._remember(self._source.ancestors(sha.decode("ascii")))
-        obj = self._data.get(sha)
-        if obj is None:
-            self._absent.add(sha)
-            return False
-        if isinstance(obj, Tree):
-            self.prefetch(
-                entry.sha
-                for entry in obj.iteritems()
-                if entry.mode is not None and stat.S_ISDIR(entry.mode) and entry.sha is not None
-            )
-        return True
-
-    def contains_loose(self, sha: ObjectID | RawObjectID) -> bool:
-        """Whether the object exists (in memory or in the database)."""
-        return self._ensure(self._to_hexsha(sha))
-
-    def __contains__(self, sha: ObjectID | RawObjectID) -> bool:
-        return self.contains_loose(sha)
-
-    def __getitem__(self, name: ObjectID | RawObjectID) -> ShaFile:
-        sha = self._to_hexsha(name)
-        if not self._ensure(sha):
-            raise KeyError(sha)
-        return super().__getitem__(sha)
-
-    def iter_unpacked_subset(self, shas: Iterable[Any], **kwargs: Any) -> Any:
-        """Batch-load the objects first: the pack writer asks for each one in turn."""
-        wanted = [self._to_hexsha(s) for s in shas]
-        self.prefetch(wanted)
-        return super().iter_unpacked_subset(wanted, **kwargs)
-
-    def iterobjects_subset(self, shas: Iterable[ObjectID], *, allow_missing: bool = False) -> Any:
-        """Batch-load the objects first."""
-        wanted = list(shas)
-        self.prefetch(wanted)
-        return super().iterobjects_subset(wanted, allow_missing=allow_missing)
-
-    def add_object(self, obj: ShaFile) -> None:
-        """Keep an object received from a client (persisted later by the request)."""
-        if obj.id not in self.received:
-            self._received_bytes += obj.raw_length()
-            if self._received_bytes > self._max_received_bytes:
-                raise PushTooLarge(
-                    f"the pushed objects exceed {self._max_received_bytes} bytes once unpacked"
-                )
-            self.received[obj.id] = obj
-        super().add_object(obj)
-
-
-class PushTooLarge(OSError):
-    """The objects of a push are larger than the limit (an OSError: dulwich reports it)."""
