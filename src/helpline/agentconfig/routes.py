@@ -19,8 +19,8 @@ from helpline.agentconfig.schemas import (
     ValidationOut,
 )
 from helpline.api.deps import OptionalIdempotencyKey, SessionDep, TeamDep
-from helpline.api.idempotency import fingerprint, run_idempotent
-from helpline.api.responses import JSONBody, replay_headers
+from helpline.api.idempotency import run_idempotent_request
+from helpline.api.responses import JSONBody, outcome_response
 
 router = APIRouter(prefix="/v1/agent-config", tags=["agent-config"])
 
@@ -63,17 +63,10 @@ async def create_commit(
         return {"commit_sha": result.sha, "branch": result.branch,
                 "parent_sha": result.parent_sha}
 
-    outcome = await run_idempotent(
-        session=session,
-        team_id=identity.team_id,
-        key=idempotency_key,
-        request_fingerprint=fingerprint("POST", request.url.path, body.model_dump(mode="json")),
-        status_code=201,
-        work=work,
-    )
-    return JSONBody(
-        outcome.body, status_code=outcome.status_code, headers=replay_headers(outcome.replayed)
-    )
+    return outcome_response(await run_idempotent_request(
+        request=request, session=session, team_id=identity.team_id, key=idempotency_key,
+        body=body.model_dump(mode="json"), status_code=201, work=work,
+    ))
 
 
 @router.get("/branches", response_model=BranchList)

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 import orjson
+from fastapi import Request
 from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -48,6 +49,23 @@ def _lock_id(team_id: str, key: str) -> int:
     """A 64-bit advisory lock number for (team, key); a rare collision only causes a 409."""
     digest = hashlib.sha256(f"{team_id}\n{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+async def run_idempotent_request(
+    *,
+    request: Request,
+    session: AsyncSession,
+    team_id: str,
+    key: str | None,
+    body: Any,
+    status_code: int,
+    work: Callable[[], Awaitable[Any]],
+) -> Outcome:
+    """``run_idempotent`` for a route: the fingerprint is this request's method, path and body."""
+    return await run_idempotent(
+        session=session, team_id=team_id, key=key, status_code=status_code, work=work,
+        request_fingerprint=fingerprint(request.method, request.url.path, body),
+    )
 
 
 async def run_idempotent(

@@ -7,6 +7,8 @@ from typing import Any
 import orjson
 from fastapi.responses import Response
 
+from helpline.api.idempotency import Outcome
+
 
 class JSONBody(Response):
     """``application/json`` serialised with orjson (datetimes as ISO 8601)."""
@@ -22,6 +24,7 @@ class JSONBody(Response):
         return orjson.loads(orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS))
 
 
-def replay_headers(replayed: bool) -> dict[str, str] | None:
-    """``Idempotent-Replayed: true`` on a replayed response."""
-    return {"Idempotent-Replayed": "true"} if replayed else None
+def outcome_response(outcome: Outcome) -> JSONBody:
+    """The response of an idempotent operation (``Idempotent-Replayed: true`` on a replay)."""
+    headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
+    return JSONBody(outcome.body, status_code=outcome.status_code, headers=headers)

@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 
 from helpline.agent.service import handle_user_message
 from helpline.api.deps import OptionalIdempotencyKey, RuntimeDep, SessionDep, TeamDep
-from helpline.api.idempotency import fingerprint, run_idempotent
-from helpline.api.responses import JSONBody, replay_headers
+from helpline.api.idempotency import run_idempotent_request
+from helpline.api.responses import JSONBody, outcome_response
 from helpline.chat.schemas import ChatMessageIn
 from helpline.conversations.service import message_dict
 from helpline.jobs.app import defer_quietly
@@ -41,12 +41,10 @@ async def post_message(
 
     # The user token is a credential: it is not part of what identifies a retried request.
     identity_of_request = body.model_dump(exclude={"user_token"})
-    outcome = await run_idempotent(
-        session=session, team_id=identity.team_id, key=idempotency_key,
-        request_fingerprint=fingerprint("POST", request.url.path, identity_of_request),
-        status_code=200, work=work,
+    outcome = await run_idempotent_request(
+        request=request, session=session, team_id=identity.team_id, key=idempotency_key,
+        body=identity_of_request, status_code=200, work=work,
     )
     if outcome.body.get("handoff") and not outcome.replayed:
         await defer_quietly(runtime.jobs, "deliver_webhooks", timestamp=0)
-    return JSONBody(outcome.body, status_code=outcome.status_code,
-                    headers=replay_headers(outcome.replayed))
+    return outcome_response(outcome)

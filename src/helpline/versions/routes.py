@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from helpline.api.deps import OptionalIdempotencyKey, SessionDep, TeamDep
-from helpline.api.idempotency import fingerprint, run_idempotent
+from helpline.api.idempotency import run_idempotent_request
 from helpline.api.pagination import PageRequest
-from helpline.api.responses import JSONBody, replay_headers
+from helpline.api.responses import JSONBody, outcome_response
 from helpline.versions import service
 from helpline.versions.schemas import (
     AgentVersionOut,
@@ -59,13 +59,10 @@ async def publish_version(
         )
         return JSONBody.jsonable(service.version_dict(version))
 
-    outcome = await run_idempotent(
-        session=session, team_id=identity.team_id, key=idempotency_key,
-        request_fingerprint=fingerprint("POST", request.url.path, body.model_dump()),
-        status_code=201, work=work,
-    )
-    return JSONBody(outcome.body, status_code=outcome.status_code,
-                    headers=replay_headers(outcome.replayed))
+    return outcome_response(await run_idempotent_request(
+        request=request, session=session, team_id=identity.team_id, key=idempotency_key,
+        body=body.model_dump(), status_code=201, work=work,
+    ))
 
 
 @router.post("/versions/traffic", response_model=TrafficResponse)
@@ -88,13 +85,10 @@ async def set_traffic(
             for version_id, percent in applied
         ]}
 
-    outcome = await run_idempotent(
-        session=session, team_id=identity.team_id, key=idempotency_key,
-        request_fingerprint=fingerprint("POST", request.url.path, body.model_dump()),
-        status_code=200, work=work,
-    )
-    return JSONBody(outcome.body, status_code=outcome.status_code,
-                    headers=replay_headers(outcome.replayed))
+    return outcome_response(await run_idempotent_request(
+        request=request, session=session, team_id=identity.team_id, key=idempotency_key,
+        body=body.model_dump(), status_code=200, work=work,
+    ))
 
 
 @router.delete("/versions/{version_id}", status_code=204, response_class=Response)
