@@ -395,3 +395,26 @@ async def test_broken_pushes_report_unpack_errors_and_change_nothing(server, tea
         assert b"unpack ok" not in garbage and b"ng refs/heads/main" in garbage
         branches = (await client.get("/v1/agent-config/branches")).json()
         assert branches == {"data": []}
+
+
+async def test_fetch_with_a_long_negotiation_sends_gzip(server, git, team, tmp_path):
+    """Many local commits the server lacks: git gzips the bigger negotiation requests."""
+    url = server + REPO
+    clone = tmp_path / "clone"
+    git.run("clone", url, str(clone), key=team.api_key)
+    commit_file(git, clone, "a.txt", "base\n", "base")
+    git.run("push", "origin", "HEAD:main", cwd=clone, key=team.api_key)
+    for i in range(60):
+        commit_file(git, clone, "local.txt", f"{i}\n", f"local {i}")
+    async with httpx.AsyncClient(base_url=server, headers=team.headers) as client:
+        made = (await client.post("/v1/agent-config/commits", json={
+            "branch": "main", "message": "remote", "files": {"b.txt": "b"},
+        })).json()
+    # With no remote-tracking ref the only known-common commit is 61 commits down the local
+    # history: git has to send that many "have" lines before the server acknowledges one.
+    git.run("update-ref", "-d", "refs/remotes/origin/main", cwd=clone)
+    git.env["GIT_TRACE_CURL"] = "1"
+    git.env["GIT_TRACE_CURL_NO_DATA"] = "1"
+    fetched = git.run("fetch", "origin", cwd=clone, key=team.api_key)
+    assert "Content-Encoding: gzip" in fetched.stderr
+    assert git.out("rev-parse", "origin/main", cwd=clone) == made["commit_sha"]
