@@ -213,14 +213,16 @@ def test_lazy_store_reads_history_ahead_and_remembers_misses():
     walked = 0
     current = store[head]
     while isinstance(current, Commit) and current.parents:
+        assert isinstance(store[current.tree], Tree)
         current = store[current.parents[0]]
         walked += 1
     assert walked == 49
-    assert source.calls == 1  # the whole chain came with the first commit
+    # the whole chain came with the first commit, and all its trees in one more query
+    assert source.calls == 2
     missing = hex_id("f" * 40)
     assert missing not in store
     assert missing not in store
-    assert source.calls == 2
+    assert source.calls == 3
     with pytest.raises(KeyError):
         store[missing]
 

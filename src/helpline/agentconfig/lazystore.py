@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from dulwich.object_store import MemoryObjectStore
-from dulwich.objects import ObjectID, RawObjectID, ShaFile, Tree
+from dulwich.objects import Commit, ObjectID, RawObjectID, ShaFile, Tree
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from helpline.agentconfig.gitstore import chunks, hex_id, load_ancestors, load_objects
@@ -88,37 +88,52 @@ class LazyObjectStore(MemoryObjectStore):
         self._received_bytes = 0
         self._max_received_bytes = max_received_bytes
 
-    def _remember(self, found: dict[str, tuple[int, bytes]]) -> None:
+    def _remember(self, found: dict[str, tuple[int, bytes]]) -> list[ShaFile]:
+        added = []
         for sha, (type_num, data) in found.items():
             oid = hex_id(sha)
             if oid not in self._data:
-                self._data[oid] = ShaFile.from_raw_string(type_num, data, sha=oid)
+                obj = ShaFile.from_raw_string(type_num, data, sha=oid)
+                self._data[oid] = obj
+                added.append(obj)
+        return added
 
-    def prefetch(self, shas: Iterable[ObjectID]) -> None:
+    def prefetch(self, shas: Iterable[ObjectID]) -> list[ShaFile]:
         """Load every object among ``shas`` that is not in memory yet, in batched queries."""
         wanted = [s for s in dict.fromkeys(shas) if s not in self._data and s not in self._absent]
+        added = []
         for chunk in chunks(wanted):
-            self._remember(self._source.objects([s.decode("ascii") for s in chunk]))
+            added += self._remember(self._source.objects([s.decode("ascii") for s in chunk]))
             self._absent.update(s for s in chunk if s not in self._data)
+        return added
+
+    def _load_trees(self, loaded: list[ShaFile]) -> None:
+        # The protocol reads every tree of every commit it walks: fetch them level by level
+        # for a whole batch of commits (a few queries) rather than one query per tree.
+        pending: list[ObjectID] = [obj.tree for obj in loaded if isinstance(obj, Commit)]
+        trees = [obj for obj in loaded if isinstance(obj, Tree)]
+        while pending or trees:
+            trees += [obj for obj in self.prefetch(pending) if isinstance(obj, Tree)]
+            pending = [
+                entry.sha
+                for tree in trees
+                for entry in tree.iteritems()
+                if entry.mode is not None and stat.S_ISDIR(entry.mode) and entry.sha is not None
+            ]
+            trees = []
 
     def _ensure(self, sha: ObjectID) -> bool:
         if sha in self._data:
             return True
         if sha in self._absent:
             return False
-        # One recursive query returns the object and, for a commit, a slice of its history:
-        # the protocol's walks over parents then mostly hit memory.
-        self._remember(self._source.ancestors(sha.decode("ascii")))
-        obj = self._data.get(sha)
-        if obj is None:
+        # One recursive query returns the object and, for a commit, a slice of its history;
+        # then their trees come in a few batched queries: the protocol's walks over parents
+        # and trees then mostly hit memory.
+        self._load_trees(self._remember(self._source.ancestors(sha.decode("ascii"))))
+        if sha not in self._data:
             self._absent.add(sha)
             return False
-        if isinstance(obj, Tree):
-            self.prefetch(
-                entry.sha
-                for entry in obj.iteritems()
-                if entry.mode is not None and stat.S_ISDIR(entry.mode) and entry.sha is not None
-            )
         return True
 
     def contains_loose(self, sha: ObjectID | RawObjectID) -> bool:
