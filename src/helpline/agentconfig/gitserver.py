@@ -158,7 +158,7 @@ class _ReceivePack(ReceivePackHandler):
             yield ref_name.encode("utf-8", "surrogateescape"), status.encode()
 
 
-def _run_handler(handler: Handler, proto: ReceivableProtocol, out: BytesIO) -> bytes:
+def _run_handler(handler: Handler, out: BytesIO) -> bytes:
     try:
         handler.handle()
     except (GitProtocolError, HangupException) as exc:
@@ -184,7 +184,7 @@ async def advertise(*, session: AsyncSession, team_id: str, service: str) -> byt
         proto.write_pkt_line(None)
         handler_cls = UploadPackHandler if service == UPLOAD_PACK else _ReceivePack
         handler = handler_cls(backend, ["/"], proto, stateless_rpc=True, advertise_refs=True)
-        return _run_handler(handler, proto, out)
+        return _run_handler(handler, out)
 
     return await asyncio.to_thread(run)
 
@@ -201,7 +201,7 @@ async def upload_pack(*, session: AsyncSession, team_id: str, request: bytes) ->
         out = BytesIO()
         proto = ReceivableProtocol(BytesIO(request).read, out.write)
         handler = UploadPackHandler(backend, ["/"], proto, stateless_rpc=True)
-        return _run_handler(handler, proto, out)
+        return _run_handler(handler, out)
 
     return await asyncio.to_thread(run)
 
@@ -235,7 +235,7 @@ async def receive_pack(*, session: AsyncSession, team_id: str, request: bytes) -
         handler.describe = lambda ref, sha: bridge.run(
             lambda: validation_report(session=session, team_id=team_id, ref=ref, sha=sha)
         )
-        return _run_handler(handler, proto, out)
+        return _run_handler(handler, out)
 
     body = await asyncio.to_thread(run)
     changed = any(status == "ok" for _, status in statuses)
