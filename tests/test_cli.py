@@ -75,3 +75,25 @@ async def test_demo_is_created_once_and_reprints_a_working_key(cli_env, client):
     assert again["api_key"] == info["api_key"]
     response = await client.get("/readyz", headers={"Authorization": f"Bearer {info['api_key']}"})
     assert response.status_code == 200
+
+
+async def test_demo_publishes_main_when_it_already_holds_the_demo_agent(cli_env, sessions):
+    from helpline.agentconfig import service as repository
+    from helpline.db.engine import transaction
+    from helpline.demo.seed import demo_agent_files
+    from helpline.settings import Settings
+    from helpline.teams import service as teams
+
+    async with transaction(sessions) as session:
+        team = await teams.create_team(session=session, slug="acme", name="Acme")
+        sha = await repository.create_commit(
+            session=session, team_id=team.id, branch="main", replace_all=True, message="pushed",
+            files=demo_agent_files(Settings().public_base_url()))
+    result = await _ainvoke(["demo", "--json"], cli_env)
+    assert result.exit_code == 0, result.output
+    async with sessions() as session:
+        from sqlalchemy import select
+
+        from helpline.versions.models import AgentVersion
+        published = (await session.execute(select(AgentVersion.commit_sha))).scalars().all()
+    assert published == [sha]

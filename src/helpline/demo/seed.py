@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from helpline.errors import InvalidRequest
 from helpline.knowledge import service as knowledge
 from helpline.knowledge.models import Article
 from helpline.settings import Settings
@@ -78,10 +79,21 @@ async def seed_agent(*, session: AsyncSession, team_id: str, settings: Settings)
     has_version = (await session.execute(
         select(func.count()).where(AgentVersion.team_id == team_id))).scalar_one()
     if not has_version:
-        sha = await repository.create_commit(
-            session=session, team_id=team_id, branch="main", replace_all=True,
-            message="Demo agent: Acme support", files=demo_agent_files(settings.public_base_url()),
-        )
+        try:
+            sha = await repository.create_commit(
+                session=session, team_id=team_id, branch="main", replace_all=True,
+                message="Demo agent: Acme support",
+                files=demo_agent_files(settings.public_base_url()),
+            )
+        except InvalidRequest as exc:
+            if exc.code != "no_changes":
+                raise
+            # main already holds exactly the demo agent: publish that commit.
+            head = await repository.find_branch_head(session=session, team_id=team_id,
+                                                     branch="main")
+            if head is None:
+                raise
+            sha = head
         await versions.publish_version(session=session, team_id=team_id, commit_sha=sha,
                                        description="Demo agent: Acme support")
     has_articles = (await session.execute(
