@@ -418,3 +418,51 @@ async def test_fetch_with_a_long_negotiation_sends_gzip(server, git, team, tmp_p
     fetched = git.run("fetch", "origin", cwd=clone, key=team.api_key)
     assert "Content-Encoding: gzip" in fetched.stderr
     assert git.out("rev-parse", "origin/main", cwd=clone) == made["commit_sha"]
+
+
+async def test_clone_edit_push_publish_and_split_traffic(server, git, team, tmp_path,
+                                                          demo_files):
+    """The whole authoring loop: git push a config, publish two SHAs, split traffic 50/50."""
+    url = server + REPO
+    clone = tmp_path / "work"
+    git.run("clone", url, str(clone), key=team.api_key)
+    for name, text in demo_files.items():
+        path = clone / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git.run("add", "-A", cwd=clone)
+    git.run("commit", "-q", "-m", "Initial agent", cwd=clone)
+    git.run("push", "-u", "origin", "HEAD:main", cwd=clone, key=team.api_key)
+    first = git.out("rev-parse", "HEAD", cwd=clone)
+
+    agent = clone / "agent.yaml"
+    agent.write_text(agent.read_text().replace("name: Acme Support", "name: Acme Helper"))
+    second = commit_file(git, clone, "agent.yaml", agent.read_text(), "Rename the agent")
+    git.run("push", "origin", "HEAD:main", cwd=clone, key=team.api_key)
+
+    async with httpx.AsyncClient(base_url=server, headers=team.headers) as client:
+        published = []
+        for sha, text in ((first, "Initial agent"), (second, "Rename the agent")):
+            response = await client.post("/v1/agent-versioning/versions",
+                                         json={"staging_commit_sha": sha, "description": text})
+            assert response.status_code == 201, response.text
+            published.append(response.json())
+        assert [(v["label"], v["commit_sha"], v["percent_traffic"]) for v in published] == [
+            ("v1", first, 100), ("v2", second, 0)]
+        split = [{"agent_version_id": v["id"], "percent_traffic": 50} for v in published]
+        response = await client.post("/v1/agent-versioning/versions/traffic",
+                                     json={"traffic_allocation": split})
+        assert response.status_code == 200 and response.json() == {"traffic_allocation": split}
+        listed = (await client.get("/v1/agent-versioning/versions",
+                                   params={"has_traffic": "true"})).json()["data"]
+        assert [(v["label"], v["percent_traffic"]) for v in listed] == [("v2", 50), ("v1", 50)]
+        # Live traffic follows the split: users land on both versions.
+        names = set()
+        for i in range(40):
+            reply = await client.post("/v1/chat/messages",
+                                      json={"user_id": f"user-{i}", "text": "hello there"})
+            assert reply.status_code == 200
+            conversation = (await client.get(
+                f"/v1/conversations/{reply.json()['conversation_id']}")).json()
+            names.add(conversation["agent_version_id"])
+        assert names == {v["id"] for v in published}
