@@ -137,6 +137,16 @@ def _run(settings: Settings, work: Any) -> Any:
         return asyncio.run(main(resolved.require_database_url()))
 
 
+def _run_and_print(work: Any, as_json: bool) -> None:
+    """Run ``work(session)`` in one transaction and print its result; domain errors exit 1."""
+    from helpline.errors import HelplineError
+
+    try:
+        _print(_run(_settings(), work), as_json)
+    except HelplineError as exc:
+        _fail(exc.message)
+
+
 def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=1)
@@ -149,7 +159,6 @@ def teams_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a team and its first API key (the key is shown only here)."""
-    from helpline.errors import HelplineError
     from helpline.teams import service
 
     async def work(session: Any) -> dict[str, Any]:
@@ -158,10 +167,7 @@ def teams_create(
         return {"id": team.id, "slug": team.slug, "name": team.name, "api_key": api_key,
                 "chat_secret": team.chat_secret}
 
-    try:
-        _print(_run(_settings(), work), as_json)
-    except HelplineError as exc:
-        _fail(exc.message)
+    _run_and_print(work, as_json)
 
 
 @keys_app.command("create")
@@ -169,7 +175,6 @@ def keys_create(
     team: Annotated[str, typer.Option(help="Team slug.")], as_json: JsonFlag = False
 ) -> None:
     """Create another API key for a team (shown only here)."""
-    from helpline.errors import HelplineError
     from helpline.teams import service
 
     async def work(session: Any) -> dict[str, Any]:
@@ -177,10 +182,7 @@ def keys_create(
         key, api_key = await service.create_api_key(session=session, team_id=found.id)
         return {"api_key": api_key, "key_id": key.id}
 
-    try:
-        _print(_run(_settings(), work), as_json)
-    except HelplineError as exc:
-        _fail(exc.message)
+    _run_and_print(work, as_json)
 
 
 @keys_app.command("revoke")
@@ -190,7 +192,6 @@ def keys_revoke(
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke an API key: requests with it get 401 from now on."""
-    from helpline.errors import HelplineError
     from helpline.teams import service
 
     async def work(session: Any) -> dict[str, Any]:
@@ -199,10 +200,7 @@ def keys_revoke(
         return {"key_id": revoked.id, "revoked_at": revoked.revoked_at.isoformat()
                 if revoked.revoked_at else None}
 
-    try:
-        _print(_run(_settings(), work), as_json)
-    except HelplineError as exc:
-        _fail(exc.message)
+    _run_and_print(work, as_json)
 
 
 @agent_app.command("push")
