@@ -120,3 +120,25 @@ async def test_openapi_declares_one_bearer_scheme(client):
     docs = await client.get("/docs")
     assert docs.status_code == 200
     assert "openapi.json" in docs.text
+
+
+async def test_nul_characters_are_rejected_not_stored(client, team):
+    cases = [
+        ("PATCH", "/v1/team/settings", b'{"draft_reads_enabled": true, "x": "a\\u0000"}'),
+        ("PUT", "/v1/knowledge/articles/x", b'{"title": "t\\u0000", "body": "b"}'),
+        ("POST", "/v1/chat/messages",
+         b'{"user_id": "u", "text": "hi", "metadata": {"k": "\\u0000"}}'),
+    ]
+    for method, path, body in cases:
+        response = await client.request(method, path, content=body, headers={
+            **team.headers, "content-type": "application/json"})
+        assert response.status_code == 422, path
+        assert response.json()["error"]["code"] == "validation_error"
+    response = await client.get("/v1/conversations", headers=team.headers,
+                                params={"user_id": "a\x00b"})
+    assert response.status_code == 422
+    # An escaped backslash followed by "u0000" is ordinary text, not a NUL.
+    response = await client.put("/v1/knowledge/articles/x", headers=team.headers,
+                                json={"title": "literal \\u0000", "body": "b"})
+    assert response.status_code == 201
+    assert response.json()["draft"]["title"] == "literal \\u0000"

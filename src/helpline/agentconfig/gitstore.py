@@ -148,47 +148,35 @@ async def load_ancestors(
     return {row.sha: (row.type, bytes(row.data)) for row in rows}
 
 
+async def _value_by_sha(
+    session: AsyncSession, team_id: str, shas: Iterable[str], model: Any, column: Any
+) -> dict[str, Any]:
+    """``column`` of the team's rows of ``model`` whose sha is among ``shas`` (chunked IN)."""
+    found: dict[str, Any] = {}
+    for chunk in chunks(sorted(set(shas))):
+        rows = await session.execute(
+            select(model.sha, column).where(model.team_id == team_id, model.sha.in_(chunk))
+        )
+        found.update({sha: value for sha, value in rows})
+    return found
+
+
 async def existing_shas(*, session: AsyncSession, team_id: str, shas: Iterable[str]) -> set[str]:
     """Which of ``shas`` are stored objects of the team."""
-    wanted = sorted(set(shas))
-    present: set[str] = set()
-    for chunk in chunks(wanted):
-        rows = await session.execute(
-            select(GitObject.sha).where(GitObject.team_id == team_id, GitObject.sha.in_(chunk))
-        )
-        present.update(rows.scalars())
-    return present
+    return set(await object_types(session=session, team_id=team_id, shas=shas))
 
 
 async def object_types(
     *, session: AsyncSession, team_id: str, shas: Iterable[str]
 ) -> dict[str, int]:
     """Type numbers of the stored objects among ``shas``."""
-    wanted = sorted(set(shas))
-    types: dict[str, int] = {}
-    for chunk in chunks(wanted):
-        rows = await session.execute(
-            select(GitObject.sha, GitObject.type).where(
-                GitObject.team_id == team_id, GitObject.sha.in_(chunk)
-            )
-        )
-        types.update({sha: type_num for sha, type_num in rows})
-    return types
+    return await _value_by_sha(session, team_id, shas, GitObject, GitObject.type)
 
 
 async def _generations(
     *, session: AsyncSession, team_id: str, shas: Iterable[str]
 ) -> dict[str, int]:
-    wanted = sorted(set(shas))
-    found: dict[str, int] = {}
-    for chunk in chunks(wanted):
-        rows = await session.execute(
-            select(GitCommit.sha, GitCommit.generation).where(
-                GitCommit.team_id == team_id, GitCommit.sha.in_(chunk)
-            )
-        )
-        found.update({sha: generation for sha, generation in rows})
-    return found
+    return await _value_by_sha(session, team_id, shas, GitCommit, GitCommit.generation)
 
 
 def _commit_time(commit: Commit) -> datetime:

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from helpline import __version__
 from helpline.api.errors import RequestContextMiddleware, install_error_handlers
+from helpline.api.nul import RejectNulMiddleware
 from helpline.api.runtime import Runtime
 from helpline.db.engine import create_engine, create_session_factory
 from helpline.jobs.app import create_job_app, run_worker
@@ -88,6 +89,7 @@ def create_app(settings: Settings, *, run_jobs: bool | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.code_version = __version__
     install_error_handlers(app)
+    app.add_middleware(RejectNulMiddleware)
     app.add_middleware(RequestContextMiddleware)
     _include_routers(app)
     return app
